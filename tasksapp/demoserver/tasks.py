@@ -1,0 +1,277 @@
+"""The in-memory task store: records, the one place state changes, expiry, input rounds."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .hub import Hub
+from .protocol import ErrorCode, JsonObject, RpcError, task_not_found
+
+logger = logging.getLogger(__name__)
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+DEFAULT_TTL_MS = 15 * 60 * 1000
+_MUTABLE_FIELDS = frozenset(
+    {"status", "status_message", "ttl_ms", "poll_interval_ms", "input_requests", "result", "error"}
+)
+
+
+class ToolFailure(Exception):
+    """Raised by a task body to end its task `failed` with this JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None, status_message: str = "") -> None:
+        super().__init__(message)
+        self.error: JsonObject = {"code": code, "message": message}
+        if data is not None:
+            self.error["data"] = data
+        self.status_message = status_message or f"Tool execution failed: {message}"
+
+
+@dataclass(frozen=True)
+class TaskStart:
+    status_message: str | None
+    poll_interval_ms: int
+    ttl_ms: int | None = DEFAULT_TTL_MS
+
+
+@dataclass
+class InputRound:
+    """The input requests a task waits on; it resumes once all of them are answered."""
+
+    outstanding: set[str]
+    answers: dict[str, JsonObject] = field(default_factory=dict)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(eq=False)
+class TaskRecord:
+    task_id: str
+    status: str
+    status_message: str | None
+    created_at: datetime
+    last_updated_at: datetime
+    ttl_ms: int | None
+    poll_interval_ms: int
+    # Replaced, never mutated in place, so published snapshots stay accurate.
+    input_requests: dict[str, JsonObject] = field(default_factory=dict)
+    result: JsonObject | None = None
+    error: JsonObject | None = None
+    round: InputRound | None = None
+    used_keys: set[str] = field(default_factory=set)
+    runner: asyncio.Task[None] | None = None
+    expiry: asyncio.TimerHandle | None = None
+    deleted: bool = False
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    def expired(self, now: datetime) -> bool:
+        if self.ttl_ms is None:
+            return False
+        return now >= self.created_at + timedelta(milliseconds=self.ttl_ms)
+
+    def new_key(self, label: str) -> str:
+        """A key never used before in this task's life (PROTOCOL.md §5.4)."""
+        key = f"{label}-{secrets.token_hex(8)}"
+        while key in self.used_keys:
+            key = f"{label}-{secrets.token_hex(8)}"
+        self.used_keys.add(key)
+        return key
+
+    def snapshot(self) -> JsonObject:
+        """The DetailedTask of §5.2, without `resultType`."""
+        task: JsonObject = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": _iso(self.created_at),
+            "lastUpdatedAt": _iso(self.last_updated_at),
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_interval_ms,
+        }
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        if self.status == "input_required":
+            task["inputRequests"] = self.input_requests
+        elif self.status == "completed":
+            task["result"] = self.result
+        elif self.status == "failed":
+            task["error"] = self.error
+        return task
+
+
+class TaskContext:
+    """What a running task body may do to its own task."""
+
+    def __init__(self, store: TaskStore, record: TaskRecord) -> None:
+        self._store = store
+        self._record = record
+
+    def say(self, message: str) -> None:
+        self._store.change(self._record, status_message=message)
+
+    def set_poll_interval(self, interval_ms: int, message: str | None = None) -> None:
+        """One change (one notification) for the interval and, optionally, the message."""
+        changes: dict[str, Any] = {"poll_interval_ms": interval_ms}
+        if message is not None:
+            changes["status_message"] = message
+        self._store.change(self._record, **changes)
+
+    async def ask(self, requests: Mapping[str, JsonObject], message: str) -> dict[str, JsonObject]:
+        """Goes input_required with one fresh key per label; returns the answers by label."""
+        keys = {label: self._record.new_key(label) for label in requests}
+        current = InputRound(outstanding=set(keys.values()))
+        self._record.round = current
+        self._store.change(
+            self._record,
+            status="input_required",
+            status_message=message,
+            input_requests={keys[label]: request for label, request in requests.items()},
+        )
+        await current.done.wait()
+        return {label: current.answers[key] for label, key in keys.items()}
+
+
+TaskBody = Callable[[TaskContext], Awaitable[JsonObject]]
+
+
+class TaskStore:
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+        self._tasks: dict[str, TaskRecord] = {}
+
+    @property
+    def count(self) -> int:
+        return len(self._tasks)
+
+    def create(self, start: TaskStart, body: TaskBody) -> TaskRecord:
+        now = datetime.now(UTC)
+        record = TaskRecord(
+            task_id=secrets.token_urlsafe(32),
+            status="working",
+            status_message=start.status_message,
+            created_at=now,
+            last_updated_at=now,
+            ttl_ms=start.ttl_ms,
+            poll_interval_ms=start.poll_interval_ms,
+        )
+        self._tasks[record.task_id] = record
+        loop = asyncio.get_running_loop()
+        if start.ttl_ms is not None:
+            record.expiry = loop.call_later(start.ttl_ms / 1000, self._expire, record.task_id)
+        record.runner = loop.create_task(self._run(record, body), name=f"task-{record.task_id}")
+        return record
+
+    def get(self, task_id: str) -> TaskRecord:
+        record = self._tasks.get(task_id)
+        if record is not None and record.expired(datetime.now(UTC)):
+            self._expire(task_id)
+            record = None
+        if record is None:
+            raise task_not_found(task_id)
+        return record
+
+    def exists(self, task_id: str) -> bool:
+        try:
+            self.get(task_id)
+        except RpcError:
+            return False
+        return True
+
+    def change(self, record: TaskRecord, **changes: Any) -> bool:
+        """Applies the changes that differ; bumps lastUpdatedAt and notifies only if any did.
+
+        Keyword arguments (rather than one parameter per field) keep every caller to one
+        call per logical change, which becomes exactly one `notifications/tasks` frame.
+        """
+        unknown = changes.keys() - _MUTABLE_FIELDS
+        if unknown:
+            raise TypeError(f"not a mutable task field: {sorted(unknown)}")
+        if record.deleted or record.terminal:
+            return False
+        real = {name: value for name, value in changes.items() if getattr(record, name) != value}
+        if not real:
+            return False
+        for name, value in real.items():
+            setattr(record, name, value)
+        # Strictly increasing, so clients can order snapshots even within one clock tick.
+        now = datetime.now(UTC)
+        record.last_updated_at = max(now, record.last_updated_at + timedelta(microseconds=1))
+        self._hub.publish(record.task_id, record.snapshot())
+        return True
+
+    def answer(self, task_id: str, responses: Mapping[str, Any]) -> None:
+        """Takes answers to outstanding keys; ignores anything else, as §5.4 requires."""
+        record = self.get(task_id)
+        current = record.round
+        if current is None or record.terminal:
+            return
+        accepted = {
+            key: value
+            for key, value in responses.items()
+            if key in current.outstanding and isinstance(value, dict)
+        }
+        if not accepted:
+            return
+        current.answers.update(accepted)
+        current.outstanding.difference_update(accepted)
+        if current.outstanding:
+            remaining = {k: v for k, v in record.input_requests.items() if k in current.outstanding}
+            self.change(record, input_requests=remaining)
+            return
+        record.round = None
+        self.change(record, status="working", status_message="Input received; resuming.", input_requests={})
+        current.done.set()
+
+    def cancel(self, task_id: str) -> None:
+        record = self.get(task_id)
+        if not record.terminal and record.runner is not None:
+            record.runner.cancel()
+
+    def close(self) -> None:
+        """Stops every running task; used on shutdown."""
+        for record in self._tasks.values():
+            if record.expiry is not None:
+                record.expiry.cancel()
+            if record.runner is not None:
+                record.runner.cancel()
+
+    async def _run(self, record: TaskRecord, body: TaskBody) -> None:
+        try:
+            result = await body(TaskContext(self, record))
+        except asyncio.CancelledError:
+            # Swallowed on purpose: this is the task's own top-level runner, nobody awaits it.
+            self._finish(record, status="cancelled", status_message="Cancelled at the client's request.")
+        except ToolFailure as failure:
+            self._finish(record, status="failed", status_message=failure.status_message, error=failure.error)
+        except Exception:
+            logger.exception("task %s crashed", record.task_id)
+            error = {"code": ErrorCode.INTERNAL_ERROR.value, "message": "Internal error in the tool"}
+            self._finish(record, status="failed", status_message="The tool crashed.", error=error)
+        else:
+            self._finish(record, status="completed", result={"resultType": "complete", **result})
+
+    def _finish(self, record: TaskRecord, **changes: Any) -> None:
+        record.round = None
+        self.change(record, input_requests={}, **changes)
+
+    def _expire(self, task_id: str) -> None:
+        record = self._tasks.pop(task_id, None)
+        if record is None:
+            return
+        record.deleted = True
+        if record.expiry is not None:
+            record.expiry.cancel()
+        if record.runner is not None and not record.runner.done():
+            record.runner.cancel()
+        logger.info("task %s expired and was deleted", task_id)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds")

@@ -1,0 +1,5 @@
+import sys
+
+from tasksapp.mcpclient.cli import main
+
+sys.exit(main())

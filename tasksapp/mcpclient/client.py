@@ -1,0 +1,658 @@
+"""McpClient: one MCP server endpoint, spoken to over Streamable HTTP at revision 2026-07-28.
+
+Every method is a single POST (§0.4 of the wire guide); nothing is retried here, because only
+the caller knows whether a retry is safe (tools/call may create a second task).
+"""
+
+import asyncio
+import email.utils
+import itertools
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import aiohttp
+import httpx
+
+from tasksapp.mcpclient.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    MISSING_CAPABILITY_DRAFT,
+    UNSUPPORTED_VERSION,
+    InvalidResponse,
+    ListenUnsupported,
+    McpError,
+    ProtocolError,
+    StreamDropped,
+    TransportError,
+)
+from tasksapp.mcpclient.types import (
+    CallOutcome,
+    DetailedTask,
+    Discovery,
+    JsonObject,
+    ListenAck,
+    ListenEnded,
+    ListenEvent,
+    Tool,
+    parse_call_outcome,
+    parse_detailed_task,
+    parse_tool,
+    require_object,
+    server_info_of,
+)
+from tasksapp.mcpclient.wire import (
+    ACCEPT,
+    LEGACY_VERSION,
+    META_SUBSCRIPTION,
+    PROTOCOL_VERSION,
+    TASKS_EXTENSION,
+    InputKinds,
+    SseParser,
+    envelope,
+    mcp_param_headers,
+    name_header,
+    render_param_header,
+)
+
+log = logging.getLogger(__name__)
+
+# What a transport may raise for a broken exchange (httpx-aiohttp leaves some aiohttp errors unmapped).
+TRANSPORT_FAILURES = (httpx.HTTPError, aiohttp.ClientError, OSError)
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_CLIENT_INFO: JsonObject = {"name": "mcp-tasks-dashboard", "version": "0.1.0"}
+_MODERN_ERRORS = {HEADER_MISMATCH, MISSING_CAPABILITY, MISSING_CAPABILITY_DRAFT, INVALID_PARAMS}
+_MAX_TOOL_PAGES = 100
+_PERMANENT_STATUSES = {400, 401, 403, 404, 405, 406, 410, 413, 415, 421}
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds. `read` is the longest silence between bytes; `request` and `call` bound a whole exchange."""
+
+    connect: float = 5.0
+    read: float = 30.0
+    request: float = 60.0
+    call: float = 600.0
+    listen_idle: float = 60.0
+
+
+DEFAULT_TIMEOUTS = Timeouts()
+NO_INPUT_KINDS = InputKinds()
+
+
+def default_transport() -> httpx.AsyncBaseTransport:
+    """httpx's API on aiohttp's connection pool: the cheapest per request of those measured.
+
+    bench/transport.py holds the measurement (docs/benchmarks.md has the figures).
+    """
+    from httpx_aiohttp import AiohttpTransport
+
+    return AiohttpTransport(limits=httpx.Limits(max_connections=200, max_keepalive_connections=200))
+
+
+class McpClient:
+    """An async client for one MCP endpoint. Use it as an async context manager, or call aclose()."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        input_kinds: InputKinds = NO_INPUT_KINDS,
+        client_info: JsonObject | None = None,
+        era: Literal["modern", "legacy"] | None = None,
+        declare_tasks: bool = True,
+    ) -> None:
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        self.url = url
+        self.timeouts = timeouts
+        self.max_body_bytes = max_body_bytes
+        self.input_kinds = input_kinds
+        self.era = era
+        self._client_info = client_info or DEFAULT_CLIENT_INFO
+        self._capabilities = input_kinds.capabilities()
+        if not declare_tasks:
+            del self._capabilities["extensions"]
+        routing = {"mcp-protocol-version", "mcp-method", "mcp-name", "content-type", "accept"}
+        if clash := routing & {name.lower() for name in headers or {}}:
+            raise ValueError(f"extra headers may not set {', '.join(sorted(clash))}: the client owns them")
+        self._fixed_headers = {"Content-Type": "application/json", "Accept": ACCEPT, **(headers or {})}
+        if token:
+            self._fixed_headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.AsyncClient(
+            transport=transport or default_transport(),
+            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
+            follow_redirects=False,
+        )
+        self._ids = itertools.count(1)
+        self._param_headers: dict[str, dict[str, str]] = {}
+        self._legacy_headers: dict[str, str] | None = None
+
+    async def __aenter__(self) -> "McpClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # --- public methods -------------------------------------------------------------------
+
+    async def discover(self) -> Discovery:
+        """server/discover; on a legacy (2025-11-25 or older) server, the initialize handshake."""
+        try:
+            result = await self._call("server/discover", {})
+        except ProtocolError as exc:
+            if not _means_legacy(exc):
+                raise
+        except TransportError as exc:
+            if isinstance(exc, InvalidResponse) or exc.status not in (400, 404, 405):
+                raise
+        else:
+            versions = result.get("supportedVersions")
+            if isinstance(versions, list) and PROTOCOL_VERSION in versions:
+                self.era = "modern"
+                return _modern_discovery(result, versions)
+        return await self._initialize_legacy()
+
+    async def list_tools(self) -> list[Tool]:
+        """tools/list, following nextCursor. Tools whose x-mcp-header annotation is invalid are dropped."""
+        tools: list[Tool] = []
+        cursor: str | None = None
+        for _ in range(_MAX_TOOL_PAGES):
+            result = await self._call("tools/list", {"cursor": cursor} if cursor else {})
+            page = result.get("tools")
+            if not isinstance(page, list):
+                raise InvalidResponse("tools/list result.tools is not an array")
+            tools.extend(self._accept_tool(parse_tool(raw, f"tools[{i}]")) for i, raw in enumerate(page))
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return [tool for tool in tools if tool.name in self._param_headers]
+            if not isinstance(cursor, str):
+                raise InvalidResponse("tools/list result.nextCursor is not a string")
+        raise InvalidResponse(f"tools/list returned more than {_MAX_TOOL_PAGES} pages")
+
+    async def request(self, method: str, params: JsonObject | None = None) -> JsonObject:
+        """Any method, with the full envelope and routing headers; returns the raw result object."""
+        return await self._call(method, params or {})
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: JsonObject | None = None,
+        *,
+        input_responses: JsonObject | None = None,
+        request_state: str | None = None,
+    ) -> CallOutcome:
+        """tools/call: a ToolResult, an InputRequired round (retry with its answers), or a TaskCreated."""
+        params: JsonObject = {"name": name, "arguments": arguments or {}}
+        if input_responses is not None:
+            params["inputResponses"] = input_responses
+        if request_state is not None:
+            params["requestState"] = request_state
+        extra = self._tool_param_headers(name, arguments or {})
+        result = await self._call("tools/call", params, extra_headers=extra, total=self.timeouts.call)
+        return parse_call_outcome(result)
+
+    async def get_task(self, task_id: str) -> DetailedTask:
+        """tasks/get. An unknown or expired task raises ProtocolError with is_not_found."""
+        result = await self._task_call("tasks/get", {"taskId": task_id})
+        task = parse_detailed_task(result, "tasks/get result")
+        if task.task_id != task_id:
+            raise InvalidResponse("tasks/get answered for a different taskId than the one asked for")
+        return task
+
+    async def update_task(self, task_id: str, input_responses: JsonObject) -> None:
+        """tasks/update. The ack is eventually consistent: keep polling afterwards."""
+        await self._task_call("tasks/update", {"taskId": task_id, "inputResponses": input_responses})
+
+    async def cancel_task(self, task_id: str) -> None:
+        """tasks/cancel. Cooperative: the task may still end completed or failed."""
+        await self._task_call("tasks/cancel", {"taskId": task_id})
+
+    async def listen(
+        self, task_ids: Iterable[str], *, subscription_id: str | None = None
+    ) -> AsyncIterator[ListenEvent]:
+        """subscriptions/listen for task pushes.
+
+        Yields a ListenAck, then a DetailedTask per notifications/tasks frame, then ListenEnded if
+        the server closes gracefully. A stream that breaks off raises StreamDropped; a server
+        without the method raises ListenUnsupported.
+        """
+        if self.era == "legacy":
+            raise ListenUnsupported("a legacy (pre-2026-07-28) server has no subscriptions/listen")
+        sub_id = subscription_id or f"listen-{next(self._ids)}-{secrets.token_hex(4)}"
+        params = {"notifications": {"taskIds": list(task_ids)}}
+        body = self._body(sub_id, "subscriptions/listen", params)
+        timeout = httpx.Timeout(self.timeouts.listen_idle, connect=self.timeouts.connect)
+        response = await self._open(body, self._headers("subscriptions/listen", params), timeout)
+        try:
+            if not _is_sse(response) or not response.is_success:
+                await self._listen_refused(response)
+            async for event in self._listen_frames(response, sub_id):
+                yield event
+        finally:
+            await response.aclose()
+
+    # --- requests -------------------------------------------------------------------------
+
+    async def _task_call(self, method: str, params: JsonObject) -> JsonObject:
+        if self.era == "legacy":
+            raise McpError(f"{method}: a legacy (pre-2026-07-28) server has no SEP-2663 tasks")
+        result = await self._call(method, params)
+        kind = result.get("resultType", "complete")
+        if kind not in ("complete", "task"):  # "task" here is the SEP's editing slip (§10 #14)
+            raise InvalidResponse(f"{method} result.resultType is {kind!r}, expected 'complete'")
+        return result
+
+    async def _call(
+        self,
+        method: str,
+        params: JsonObject,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        total: float | None = None,
+    ) -> JsonObject:
+        if method != "server/discover":
+            if self.era is None:
+                await self.discover()  # §1.4: the era is learned once, by a modern probe
+            if self.era == "legacy":
+                return await self._legacy_call(method, params)
+        request_id = next(self._ids)
+        headers = self._headers(method, params)
+        if extra_headers:
+            headers.update(extra_headers)
+        body = self._body(request_id, method, params)
+        result, _ = await self._exchange(method, request_id, body, headers, total)
+        return result
+
+    async def _exchange(
+        self,
+        method: str,
+        request_id: int,
+        body: bytes,
+        headers: dict[str, str],
+        total: float | None,
+    ) -> tuple[JsonObject, httpx.Headers]:
+        deadline = total or self.timeouts.request
+        try:
+            async with asyncio.timeout(deadline):
+                response = await self._open(body, headers, None)
+                try:
+                    return await self._read_answer(method, request_id, response), response.headers
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise TransportError(f"{method}: no complete answer within {deadline:g} s") from None
+        except TRANSPORT_FAILURES as exc:
+            raise _broken(method, exc) from exc
+
+    async def _open(
+        self, body: bytes, headers: dict[str, str], timeouts: httpx.Timeout | None
+    ) -> httpx.Response:
+        try:
+            request = self._http.build_request(
+                "POST",
+                self.url,
+                content=body,
+                headers=headers,
+                timeout=timeouts if timeouts is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+            return await self._http.send(request, stream=True)
+        except httpx.UnsupportedProtocol as exc:
+            raise TransportError(f"cannot reach {self.url}: {exc}", permanent=True) from exc
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            # httpx-aiohttp reports a refused connection as ConnectTimeout: keep its own words.
+            raise TransportError(f"cannot reach {self.url}: {_describe(exc)}") from exc
+        except TRANSPORT_FAILURES as exc:
+            raise TransportError(
+                f"{self.url}: the request was sent but no answer came ({_describe(exc)}); "
+                "the outcome is unknown"
+            ) from exc
+
+    def _body(self, request_id: int | str, method: str, params: JsonObject) -> bytes:
+        meta = envelope(self._capabilities, self._client_info)
+        own_meta = params.get("_meta")
+        if isinstance(own_meta, dict):
+            meta = {**own_meta, **meta}
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": meta}}
+        return json.dumps(message, separators=(",", ":")).encode()
+
+    def _headers(self, method: str, params: JsonObject) -> dict[str, str]:
+        headers = {**self._fixed_headers, "MCP-Protocol-Version": PROTOCOL_VERSION, "Mcp-Method": method}
+        name = name_header(method, params)
+        if name is not None:
+            headers["Mcp-Name"] = name
+        return headers
+
+    # --- reading answers ------------------------------------------------------------------
+
+    async def _read_answer(self, method: str, request_id: int, response: httpx.Response) -> JsonObject:
+        if _is_sse(response) and response.is_success:
+            return await self._read_sse_answer(method, request_id, response)
+        body = await self._read_capped(response)
+        message = _json_or_none(body) if _is_json(response) else None
+        if isinstance(message, dict) and isinstance(message.get("error"), dict):
+            raise _protocol_error(message["error"], response.status_code)
+        if not response.is_success:
+            raise _http_error(method, response, body)
+        if message is None:
+            ctype = response.headers.get("content-type", "")
+            if _is_json(response):
+                raise InvalidResponse(f"{method}: the response body is not valid JSON")
+            raise InvalidResponse(f"{method}: HTTP {response.status_code} with content type {ctype!r}")
+        return _result_of(method, message, request_id)
+
+    async def _read_capped(self, response: httpx.Response) -> bytes:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise InvalidResponse(f"response body of {declared} bytes exceeds {self.max_body_bytes}")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise InvalidResponse(f"response body exceeds {self.max_body_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _read_sse_answer(self, method: str, request_id: int, response: httpx.Response) -> JsonObject:
+        parser = SseParser(self.max_body_bytes)
+        async for data in _sse_events(response, parser, method):
+            message = _json_or_none(data.encode())
+            if not isinstance(message, dict):
+                raise InvalidResponse(f"{method}: an SSE event is not a JSON object")
+            if _same_id(message.get("id"), request_id) and ("result" in message or "error" in message):
+                if isinstance(message.get("error"), dict):
+                    raise _protocol_error(message["error"], response.status_code)
+                return _result_of(method, message, request_id)
+        cut = " (cut mid-event)" if parser.mid_event else ""
+        raise StreamDropped(f"{method}: the SSE stream ended without a response{cut}; the outcome is unknown")
+
+    async def _listen_refused(self, response: httpx.Response) -> None:
+        try:
+            async with asyncio.timeout(self.timeouts.request):
+                body = await self._read_capped(response)
+        except TimeoutError:
+            raise TransportError("subscriptions/listen: the refusal never finished arriving") from None
+        except TRANSPORT_FAILURES as exc:
+            raise _broken("subscriptions/listen", exc) from exc
+        message = _json_or_none(body) if _is_json(response) else None
+        error = message.get("error") if isinstance(message, dict) else None
+        if response.status_code == 404 or (isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND):
+            raise ListenUnsupported("the server does not support subscriptions/listen; poll instead")
+        if isinstance(error, dict):
+            raise _protocol_error(error, response.status_code)
+        if not response.is_success:
+            raise _http_error("subscriptions/listen", response, body)
+        raise InvalidResponse("subscriptions/listen was answered without an SSE stream")
+
+    async def _listen_frames(self, response: httpx.Response, sub_id: str) -> AsyncIterator[ListenEvent]:
+        parser = SseParser(self.max_body_bytes)
+        acked = False
+        async for data in _sse_events(response, parser, "listen stream", idle=self.timeouts.listen_idle):
+            event = _listen_event(data, sub_id, acked)
+            if event is None:
+                continue
+            acked = True
+            yield event
+            if isinstance(event, ListenEnded):
+                return
+        cut = " mid-event" if parser.mid_event else ""
+        raise StreamDropped(f"listen stream closed{cut} without a final response")
+
+    # --- tools ----------------------------------------------------------------------------
+
+    def _accept_tool(self, tool: Tool) -> Tool:
+        mapping = mcp_param_headers(tool.input_schema)
+        if mapping is None:
+            log.warning("dropping tool %r: its x-mcp-header annotation is invalid", tool.name)
+            self._param_headers.pop(tool.name, None)
+        else:
+            self._param_headers[tool.name] = mapping
+        return tool
+
+    def _tool_param_headers(self, name: str, arguments: JsonObject) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for prop, header in self._param_headers.get(name, {}).items():
+            value = render_param_header(arguments.get(prop))
+            if value is not None:
+                headers[f"Mcp-Param-{header}"] = value
+        return headers
+
+    # --- legacy servers (2025-11-25 and older): tools only, no tasks ----------------------
+
+    async def _initialize_legacy(self) -> Discovery:
+        params = {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": self._client_info}
+        body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}).encode()
+        headers = dict(self._fixed_headers)
+        result, response_headers = await self._exchange("initialize", 0, body, headers, None)
+        version = result.get("protocolVersion")
+        if not isinstance(version, str):
+            raise InvalidResponse("initialize result.protocolVersion is not a string")
+        self._legacy_headers = {**headers, "MCP-Protocol-Version": version}
+        if session := response_headers.get("mcp-session-id"):
+            self._legacy_headers["Mcp-Session-Id"] = session
+        await self._legacy_notify("notifications/initialized")
+        self.era = "legacy"
+        capabilities = result.get("capabilities")
+        return Discovery(
+            era="legacy",
+            protocol_version=version,
+            supported_versions=[version],
+            capabilities=capabilities if isinstance(capabilities, dict) else {},
+            tasks_supported=False,
+            server_info=server_info_of(result),
+            instructions=_opt_str(result.get("instructions")),
+            raw=result,
+        )
+
+    async def _legacy_notify(self, method: str) -> None:
+        assert self._legacy_headers is not None
+        body = json.dumps({"jsonrpc": "2.0", "method": method}).encode()
+        response = await self._open(body, self._legacy_headers, None)
+        await response.aclose()
+
+    async def _legacy_call(self, method: str, params: JsonObject, *, retry: bool = True) -> JsonObject:
+        if self._legacy_headers is None:
+            await self._initialize_legacy()
+        assert self._legacy_headers is not None
+        request_id = next(self._ids)
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+        total = self.timeouts.call if method == "tools/call" else None
+        try:
+            result, _ = await self._exchange(method, request_id, body, self._legacy_headers, total)
+        except (ProtocolError, TransportError) as exc:
+            if not retry or exc.status != 404 or "Mcp-Session-Id" not in self._legacy_headers:
+                raise
+            self._legacy_headers = None  # the session expired: shake hands again, then retry once
+            return await self._legacy_call(method, params, retry=False)
+        return result
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _means_legacy(exc: ProtocolError) -> bool:
+    """§1.4: recognised modern errors mean a modern server, except -32022 listing only old versions."""
+    if exc.code == UNSUPPORTED_VERSION:
+        supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+        return (
+            isinstance(supported, list)
+            and bool(supported)
+            and all(isinstance(v, str) and v < "2026" for v in supported)
+        )
+    return exc.code not in _MODERN_ERRORS and not exc.is_missing_capability
+
+
+def _modern_discovery(result: JsonObject, versions: list[Any]) -> Discovery:
+    capabilities = result.get("capabilities")
+    if not isinstance(capabilities, dict):
+        raise InvalidResponse("server/discover result.capabilities is not an object")
+    extensions = capabilities.get("extensions")
+    tasks = isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+    return Discovery(
+        era="modern",
+        protocol_version=PROTOCOL_VERSION,
+        supported_versions=[v for v in versions if isinstance(v, str)],
+        capabilities=capabilities,
+        tasks_supported=tasks,
+        server_info=server_info_of(result),
+        instructions=_opt_str(result.get("instructions")),
+        raw=result,
+    )
+
+
+def _listen_event(data: str, sub_id: str, acked: bool) -> ListenEvent | None:
+    frame = _json_or_none(data.encode())
+    if not isinstance(frame, dict):
+        raise InvalidResponse("a listen frame is not a JSON object")
+    if "id" in frame and ("result" in frame or "error" in frame):
+        if not _same_id(frame["id"], sub_id):
+            return None
+        if isinstance(frame.get("error"), dict):
+            raise _protocol_error(frame["error"], None)
+        return ListenEnded(subscription_id=sub_id, raw=frame)
+    params = frame.get("params")
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    stamp = meta.get(META_SUBSCRIPTION) if isinstance(meta, dict) else None
+    if stamp is not None and stamp != sub_id:
+        log.warning("ignoring a listen frame stamped for subscription %r, not %r", stamp, sub_id)
+        return None
+    method = frame.get("method")
+    if method == "notifications/subscriptions/acknowledged":
+        honoured = require_object(params.get("notifications", {}), "ack.notifications").get("taskIds", [])
+        if not isinstance(honoured, list) or not all(isinstance(t, str) for t in honoured):
+            raise InvalidResponse("ack.notifications.taskIds is not an array of strings")
+        return ListenAck(subscription_id=sub_id, task_ids=honoured, raw=frame)
+    if method == "notifications/tasks":
+        if not acked:
+            raise InvalidResponse("a notifications/tasks frame arrived before the acknowledgement")
+        task = {k: v for k, v in params.items() if k != "_meta"}
+        return parse_detailed_task(task, "notifications/tasks params")
+    return None
+
+
+def _result_of(method: str, message: Any, request_id: int) -> JsonObject:
+    if not isinstance(message, dict):
+        raise InvalidResponse(f"{method}: the response is not a JSON object")
+    if not _same_id(message.get("id"), request_id):
+        raise InvalidResponse(f"{method}: response id {message.get('id')!r} does not match {request_id}")
+    if isinstance(message.get("error"), dict):
+        raise _protocol_error(message["error"], None)
+    return require_object(message.get("result"), f"{method} result")
+
+
+def _protocol_error(error: JsonObject, status: int | None) -> ProtocolError:
+    code, text = error.get("code"), error.get("message", "")
+    if isinstance(code, bool) or not isinstance(code, int) or not isinstance(text, str):
+        raise InvalidResponse(f"malformed JSON-RPC error object: code={code!r}")
+    return ProtocolError(code, text[:2000], error.get("data"), status=status)
+
+
+def _http_error(method: str, response: httpx.Response, body: bytes) -> TransportError:
+    status = response.status_code
+    snippet = _snippet(body)
+    if status in (401, 403):
+        challenge = response.headers.get("www-authenticate", "")
+        detail = f" ({_snippet(challenge.encode())})" if challenge else ""
+        return TransportError(
+            f"{method}: HTTP {status}, credentials refused{detail}", permanent=True, status=status
+        )
+    if 300 <= status < 400:
+        location = _snippet(response.headers.get("location", "").encode())
+        message = f"{method}: HTTP {status} redirect to {location!r}; register that URL instead"
+        return TransportError(message, permanent=True, status=status)
+    permanent = status in _PERMANENT_STATUSES
+    message = f"{method}: HTTP {status}" + (f": {snippet}" if snippet else "")
+    return TransportError(message, permanent=permanent, status=status, retry_after=_retry_after(response))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    if value.strip().isascii() and value.strip().isdigit():
+        return float(value.strip())
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _content_type(response: httpx.Response) -> str:
+    return str(response.headers.get("content-type", "")).split(";")[0].strip().lower()
+
+
+def _is_sse(response: httpx.Response) -> bool:
+    return _content_type(response) == "text/event-stream"
+
+
+def _is_json(response: httpx.Response) -> bool:
+    ctype = _content_type(response)
+    return ctype == "application/json" or ctype.endswith("+json")
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _same_id(received: Any, sent: int | str) -> bool:
+    """JSON-RPC ids match by type and value (true is not 1)."""
+    return type(received) is type(sent) and received == sent
+
+
+def _broken(what: str, exc: BaseException) -> TransportError:
+    if isinstance(exc, httpx.TimeoutException):
+        return StreamDropped(f"{what}: timed out waiting for data ({type(exc).__name__})")
+    return StreamDropped(f"{what}: the connection broke ({_describe(exc)})")
+
+
+async def _sse_events(
+    response: httpx.Response, parser: SseParser, what: str, *, idle: float | None = None
+) -> AsyncIterator[str]:
+    """The data of each SSE event; a broken or silent connection becomes StreamDropped."""
+    try:
+        async for chunk in response.aiter_bytes():
+            for data in parser.feed(chunk):
+                yield data
+        for data in parser.finish():
+            yield data
+    except httpx.ReadTimeout:
+        raise StreamDropped(f"{what}: silent for {idle or 0:g} s") from None
+    except TRANSPORT_FAILURES as exc:
+        raise _broken(what, exc) from exc
+
+
+def _snippet(body: bytes, limit: int = 200) -> str:
+    text = body[: limit * 4].decode("utf-8", "replace")
+    text = "".join(c if c.isprintable() else " " for c in text).strip()
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

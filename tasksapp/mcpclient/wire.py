@@ -1,0 +1,182 @@
+"""Byte-level pieces of Streamable HTTP: header values, the request envelope, and SSE framing."""
+
+import base64
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasksapp.mcpclient.errors import InvalidResponse
+
+PROTOCOL_VERSION = "2026-07-28"
+LEGACY_VERSION = "2025-11-25"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+ACCEPT = "application/json, text/event-stream"
+TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+
+_SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
+_EOL = re.compile(rb"\r\n?|\n")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+def encode_header_value(value: str) -> str:
+    """§2.3: plain when visible ASCII without edge whitespace, else =?base64?…?=."""
+    safe = all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
+    looks_encoded = value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END)
+    if safe and not looks_encoded:
+        return value
+    encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    return f"{_SENTINEL_START}{encoded}{_SENTINEL_END}"
+
+
+@dataclass(frozen=True, slots=True)
+class InputKinds:
+    """Which kinds of server input request the caller can put in front of a person."""
+
+    elicitation_form: bool = False
+    elicitation_url: bool = False
+    sampling: bool = False
+    roots: bool = False
+
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+        elicitation: dict[str, Any] = {}
+        if self.elicitation_form:
+            elicitation["form"] = {}
+        if self.elicitation_url:
+            elicitation["url"] = {}
+        if elicitation:
+            caps["elicitation"] = elicitation
+        if self.sampling:
+            caps["sampling"] = {}
+        if self.roots:
+            caps["roots"] = {}
+        return caps
+
+
+ALL_INPUT_KINDS = InputKinds(elicitation_form=True, elicitation_url=True, sampling=True, roots=True)
+
+
+def envelope(capabilities: dict[str, Any], client_info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        META_VERSION: PROTOCOL_VERSION,
+        META_CAPABILITIES: capabilities,
+        META_CLIENT_INFO: client_info,
+    }
+
+
+def name_header(method: str, params: dict[str, Any]) -> str | None:
+    """The Mcp-Name value for a method, or None where the header does not apply."""
+    if method in ("tools/call", "prompts/get"):
+        return encode_header_value(str(params["name"]))
+    if method == "resources/read":
+        return encode_header_value(str(params["uri"]))
+    if method in TASK_METHODS:
+        return encode_header_value(str(params["taskId"]))
+    return None
+
+
+def mcp_param_headers(schema: dict[str, Any]) -> dict[str, str] | None:
+    """§2.4: property name -> header name for x-mcp-header; None when the annotation is invalid."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return {}
+    mapping: dict[str, str] = {}
+    for prop, prop_schema in properties.items():
+        if not isinstance(prop_schema, dict) or "x-mcp-header" not in prop_schema:
+            continue
+        header = prop_schema["x-mcp-header"]
+        if (
+            not isinstance(header, str)
+            or not _TOKEN.match(header)
+            or prop_schema.get("type") not in ("string", "integer", "boolean")
+            or header.lower() in {h.lower() for h in mapping.values()}
+        ):
+            return None
+        mapping[prop] = header
+    return mapping
+
+
+def render_param_header(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return encode_header_value(str(value))
+
+
+@dataclass(slots=True)
+class SseParser:
+    """Incremental SSE decoder: feed bytes, get the data payload of each complete event.
+
+    Comments (keep-alives), `id:` and `retry:` lines are ignored; events whose type is not
+    `message` are skipped. One event larger than `max_event_bytes` raises InvalidResponse.
+    """
+
+    max_event_bytes: int
+    _buffer: bytearray = field(default_factory=bytearray)
+    _data: list[str] = field(default_factory=list)
+    _event: str = "message"
+    _size: int = 0
+
+    def feed(self, chunk: bytes) -> Iterator[str]:
+        self._buffer += chunk
+        while True:
+            line = self._next_line()
+            if line is None:
+                break
+            payload = self._line(line)
+            if payload is not None:
+                yield payload
+        if len(self._buffer) + self._size > self.max_event_bytes:
+            raise InvalidResponse(f"an SSE event exceeds {self.max_event_bytes} bytes")
+
+    def finish(self) -> Iterator[str]:
+        """At the end of the stream: a CR held back as a possible CRLF half was a line end after all."""
+        if self._buffer.endswith(b"\r"):
+            yield from self.feed(b"\n")
+
+    @property
+    def mid_event(self) -> bool:
+        """True when bytes of an unfinished event are pending (a stream cut here lost data)."""
+        return bool(self._data) or bool(self._buffer.strip())
+
+    def _next_line(self) -> str | None:
+        match = _EOL.search(self._buffer)
+        if match is None or (match.group() == b"\r" and match.end() == len(self._buffer)):
+            return None  # no full line yet; a CR at the end may be the first half of CRLF
+        raw = bytes(self._buffer[: match.start()])
+        del self._buffer[: match.end()]
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidResponse("an SSE line is not valid UTF-8") from None
+
+    def _line(self, line: str) -> str | None:
+        if line == "":
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._size += len(value) + 1
+            if self._size > self.max_event_bytes:
+                raise InvalidResponse(f"an SSE event exceeds {self.max_event_bytes} bytes")
+        elif name == "event":
+            self._event = value or "message"
+        return None
+
+    def _dispatch(self) -> str | None:
+        data, event = self._data, self._event
+        self._data, self._event, self._size = [], "message", 0
+        payload = "\n".join(data)
+        if not payload or event != "message":
+            return None  # also the empty priming event some SDK servers send first
+        return payload

@@ -1,0 +1,95 @@
+"""`python -m tasksapp.mcpclient`: JSON out, one line per change, and the documented exit codes."""
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from tests.peers.launch import ROOT, RunningPeer, free_port
+
+
+def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tasksapp.mcpclient", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def lines(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+def test_call_follow_prints_the_task_moving_to_completed(fastmcp_server: RunningPeer) -> None:
+    run = cli(fastmcp_server.url, "call", "slow_count", '{"n": 3, "delay": 0.2}', "--follow")
+    assert run.returncode == 0, run.stderr
+    events = lines(run.stdout)
+    assert events[0]["outcome"] == "task"
+    statuses = [e["status"] for e in events]
+    assert statuses[0] == "working" and statuses[-1] == "completed"
+    assert any(e.get("statusMessage", "").startswith("counted") for e in events)
+    assert len({json.dumps(e, sort_keys=True) for e in events}) == len(events)  # changes only
+
+
+def test_follow_exits_3_when_the_task_needs_input_and_update_answers_it(
+    fastmcp_server: RunningPeer,
+) -> None:
+    run = cli(fastmcp_server.url, "call", "ask_name", "--follow")
+    assert run.returncode == 3, run.stderr
+    waiting = lines(run.stdout)[-1]
+    assert waiting["status"] == "input_required"
+    [key] = waiting["inputRequests"]
+    task_id = waiting["taskId"]
+    answer = json.dumps({key: {"action": "accept", "content": {"name": "Ada"}}})
+    assert cli(fastmcp_server.url, "update", task_id, answer).returncode == 0
+    got = cli(fastmcp_server.url, "get", task_id)
+    assert got.returncode == 0
+    assert lines(got.stdout)[0]["status"] in ("working", "completed")
+
+
+def test_immediate_result_and_discover_and_tools(fastmcp_server: RunningPeer) -> None:
+    called = cli(fastmcp_server.url, "call", "echo", '{"text": "hi"}')
+    assert called.returncode == 0
+    assert lines(called.stdout) == [lines(called.stdout)[0]]
+    assert lines(called.stdout)[0]["outcome"] == "result"
+    found = lines(cli(fastmcp_server.url, "discover").stdout)[0]
+    assert found["era"] == "modern" and found["tasksSupported"] is True
+    tools = lines(cli(fastmcp_server.url, "tools").stdout)[0]["tools"]
+    assert "slow_count" in {tool["name"] for tool in tools}
+
+
+def test_cancel_then_get_shows_cancelled(fastmcp_server: RunningPeer) -> None:
+    task_id = lines(cli(fastmcp_server.url, "call", "run_forever").stdout)[0]["taskId"]
+    assert cli(fastmcp_server.url, "cancel", task_id).returncode == 0
+    follow = cli(fastmcp_server.url, "get", task_id)
+    assert lines(follow.stdout)[0]["status"] in ("working", "cancelled")
+
+
+def test_json_rpc_error_goes_to_stderr_with_exit_2(fastmcp_server: RunningPeer) -> None:
+    run = cli(fastmcp_server.url, "get", "no-such-task")
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert json.loads(run.stderr)["error"]["code"] == -32602
+
+
+def test_transport_error_exits_1(fastmcp_server: RunningPeer) -> None:
+    run = cli(f"http://127.0.0.1:{free_port()}/mcp", "discover")
+    assert run.returncode == 1
+    assert "cannot reach" in json.loads(run.stderr)["error"]["message"]
+
+
+def test_bad_arguments_json_is_a_clear_error() -> None:
+    run = cli("http://127.0.0.1:1/mcp", "call", "echo", "{not json")
+    assert run.returncode == 2
+    assert "ARGUMENTS is not valid JSON" in run.stderr
+
+
+def test_headers_and_token_reach_the_server(fastmcp_server: RunningPeer) -> None:
+    fastmcp_server.clear()
+    run = cli(fastmcp_server.url, "--header", "X-Team: ops", "--token", "s3cret", "tools")
+    assert run.returncode == 0
+    seen = fastmcp_server.last_request("tools/list")["headers"]
+    assert seen["x-team"] == "ops"
+    assert seen["authorization"] == "Bearer s3cret"
