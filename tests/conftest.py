@@ -1,10 +1,14 @@
 """Fixtures shared by every test: the real MCP servers the tests talk to over loopback."""
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.peers.launch import RunningPeer, demoserver_argv, fastmcp_argv, legacy_argv, running
+
+if TYPE_CHECKING:
+    from tasksapp.models import McpServer
 
 DEMO_READY = "demoserver listening on"
 FASTMCP_READY = "fastmcp peer listening on"
@@ -30,3 +34,34 @@ def legacy_server() -> Iterator[RunningPeer]:
     """A real 2025-11-25 server: the official SDK's last 1.x release, in its own venv."""
     with running("legacy", legacy_argv(), LEGACY_READY) as peer:
         yield peer
+
+
+@pytest.fixture
+def demo_registered(transactional_db: None, demo_server: RunningPeer) -> "McpServer":
+    """The reference server, registered through the service (so discovery really ran)."""
+    from tasksapp import services
+
+    return services.server_create(name="demo", url=demo_server.url, headers={}, user=None)
+
+
+@pytest.fixture
+def fastmcp_registered(transactional_db: None, fastmcp_server: RunningPeer) -> "McpServer":
+    from tasksapp import services
+
+    return services.server_create(name="fastmcp", url=fastmcp_server.url, headers={}, user=None)
+
+
+@pytest.fixture
+def db_env(transactional_db: None) -> dict[str, str]:
+    """Environment for subprocesses (workers) so they use this test's database."""
+    import os
+
+    from django.db import connection
+
+    settings_dict = connection.settings_dict
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        url = f"sqlite:///{settings_dict['NAME']}"
+    else:
+        user, host = settings_dict["USER"] or "postgres", settings_dict["HOST"] or "127.0.0.1"
+        url = f"postgres://{user}@{host}:{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}"
+    return {**os.environ, "DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}

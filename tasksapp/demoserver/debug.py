@@ -17,11 +17,16 @@ class RequestLog:
     def __init__(self) -> None:
         self._entries: deque[dict[str, Any]] = deque(maxlen=REQUEST_LOG_SIZE)
         self.methods: Counter[str] = Counter()
+        self.pollers: dict[str, Counter[str]] = {}
 
     def record(self, headers: Headers, body: Any) -> None:
         method = body.get("method") if isinstance(body, dict) else None
         if isinstance(method, str):
             self.methods[method] += 1
+        if method == "tasks/get":
+            task_id = str(body.get("params", {}).get("taskId", ""))
+            agent = headers.as_dict().get("user-agent", "")
+            self.pollers.setdefault(task_id, Counter())[agent] += 1
         self._entries.append({"method": method, "headers": headers.as_dict(), "body": body})
 
     def entries(self) -> list[dict[str, Any]]:
@@ -30,6 +35,7 @@ class RequestLog:
     def clear(self) -> None:
         self._entries.clear()
         self.methods.clear()
+        self.pollers.clear()
 
 
 class DebugEndpoints:
@@ -46,6 +52,7 @@ class DebugEndpoints:
             "/_debug/requests": ("GET", self._requests),
             "/_debug/requests/clear": ("POST", self._clear),
             "/_debug/stats": ("GET", self._stats_page),
+            "/_debug/pollers": ("GET", self._pollers),
             "/_debug/close-streams": ("POST", self._close),
         }
 
@@ -62,6 +69,9 @@ class DebugEndpoints:
 
     async def _requests(self, send: Send) -> None:
         await send_json(send, 200, self._log.entries())
+
+    async def _pollers(self, send: Send) -> None:
+        await send_json(send, 200, {task: dict(agents) for task, agents in self._log.pollers.items()})
 
     async def _clear(self, send: Send) -> None:
         self._log.clear()

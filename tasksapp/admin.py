@@ -1,0 +1,251 @@
+"""The admin site for administrators. Mirrored data is read-only; actions go through the services."""
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.options import ActionLocation
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from tasksapp import services
+from tasksapp.models import (
+    InputRequest,
+    McpServer,
+    OperatorAction,
+    PendingCall,
+    RemoteTask,
+    TaskEvent,
+    WorkerHeartbeat,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the servers or the services own: viewable, never edited by hand."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class McpServerForm(forms.ModelForm):  # type: ignore[type-arg]
+    new_headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text="One 'Name: value' per line, e.g. 'Authorization: Bearer …'. Leave empty to keep the "
+        "current headers; write '-' to remove them all. Stored encrypted, never shown in full.",
+    )
+
+    class Meta:
+        model = McpServer
+        fields = ["name", "url", "enabled", "roots"]
+
+    def clean_new_headers(self) -> dict[str, str] | None:
+        text = self.cleaned_data["new_headers"].strip()
+        if not text:
+            return None
+        if text == "-":
+            return {}
+        headers = {}
+        for line in text.splitlines():
+            name, sep, value = line.partition(":")
+            if not sep or not name.strip():
+                raise forms.ValidationError(f"{line!r} is not 'Name: value'.")
+            headers[name.strip()] = value.strip()
+        return headers
+
+
+@admin.register(McpServer)
+class McpServerAdmin(admin.ModelAdmin):
+    form = McpServerForm
+    list_display = [
+        "name",
+        "url",
+        "era",
+        "tasks_supported",
+        "listen_supported",
+        "health",
+        "enabled",
+        "last_success_at",
+        "consecutive_failures",
+    ]
+    list_filter = ["enabled", "era", "tasks_supported"]
+    search_fields = ["name", "url"]
+    readonly_fields = [
+        "masked",
+        "era",
+        "supported_versions",
+        "tasks_supported",
+        "listen_supported",
+        "server_info",
+        "instructions",
+        "discovered_at",
+        "last_success_at",
+        "last_error",
+        "last_error_at",
+        "consecutive_failures",
+        "backoff_until",
+    ]
+    actions = ["refresh_discovery"]
+
+    @admin.display(description="headers")
+    def masked(self, server: McpServer) -> str:
+        return json.dumps(server.masked_headers, ensure_ascii=False) if server.headers_encrypted else "—"
+
+    def save_model(self, request: HttpRequest, obj: McpServer, form: Any, change: bool) -> None:
+        headers = form.cleaned_data.get("new_headers")
+        try:
+            if change:
+                server = services.server_update(
+                    server=McpServer.objects.get(pk=obj.pk),
+                    url=obj.url,
+                    headers=headers,
+                    enabled=obj.enabled,
+                    user=request.user,
+                )
+                McpServer.objects.filter(pk=server.pk).update(name=obj.name, roots=obj.roots)
+            else:
+                server = services.server_create(
+                    name=obj.name, url=obj.url, headers=headers or {}, user=request.user
+                )
+                McpServer.objects.filter(pk=server.pk).update(roots=obj.roots, enabled=obj.enabled)
+            obj.pk = server.pk
+        except services.ServiceError as exc:
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            raise _NotSaved from exc
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().changeform_view(request, *args, **kwargs)
+        except _NotSaved:
+            from django.http import HttpResponseRedirect
+
+            return HttpResponseRedirect(request.get_full_path())
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # tasks keep a reference to their server; disable it instead
+
+    @admin.action(description="Discover again (versions, capabilities, tools)")
+    def refresh_discovery(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
+        for server in queryset:
+            try:
+                services.server_refresh(server=server)
+            except services.ServiceError as exc:
+                self.message_user(request, f"{server}: {exc}", messages.ERROR)
+
+
+class _NotSaved(Exception):
+    pass
+
+
+class InputRequestInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = InputRequest
+    fields = ["method", "state", "answered_by", "answered_at", "sent_at", "last_error"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class TaskEventInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = TaskEvent
+    fields = ["observed_at", "status", "status_message", "source", "note"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(RemoteTask)
+class RemoteTaskAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "tool_name",
+        "server",
+        "display_status",
+        "status_message",
+        "created_at",
+        "last_seen_at",
+        "expired",
+    ]
+    list_filter = ["status", "is_tool_error", "expired", "server", "last_seen_via"]
+    search_fields = ["tool_name", "status_message"]
+    list_select_related = ["server"]
+    date_hierarchy = "created_at"
+    exclude = ["remote_id_hash", "remote_id_encrypted", "leased_by", "lease_until"]
+    inlines = [InputRequestInline, TaskEventInline]
+    actions = ["cancel_tasks"]
+
+    @admin.action(description="Cancel the selected tasks (tasks/cancel)")
+    def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[RemoteTask]) -> None:
+        for task in queryset.select_related("server"):
+            try:
+                services.task_cancel(task=task, user=request.user)
+            except services.ServiceError as exc:
+                self.message_user(request, f"Task #{task.pk}: {exc}", messages.WARNING)
+
+    def get_actions(
+        self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST
+    ) -> dict[str, Any]:
+        # Read-only rows, but the cancel action is a service call, allowed to operators.
+        actions = super().get_actions(request, action_location)
+        if not request.user.has_perm("tasksapp.cancel_remotetask"):
+            actions.pop("cancel_tasks", None)
+        return actions
+
+
+@admin.register(InputRequest)
+class InputRequestAdmin(ReadOnlyAdmin):
+    list_display = ["id", "task", "method", "state", "answered_by", "answered_at", "first_seen_at"]
+    list_filter = ["state", "method"]
+    exclude = ["key_hash", "key_encrypted"]
+    list_select_related = ["task", "answered_by"]
+
+
+@admin.register(TaskEvent)
+class TaskEventAdmin(ReadOnlyAdmin):
+    list_display = ["observed_at", "task", "status", "status_message", "source", "note"]
+    list_filter = ["source", "status"]
+    search_fields = ["status_message", "note"]
+    list_select_related = ["task"]
+
+
+@admin.register(OperatorAction)
+class OperatorActionAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "user", "action", "server", "task", "ok"]
+    list_filter = ["action", "ok", "user"]
+    date_hierarchy = "created_at"
+    list_select_related = ["user", "server", "task"]
+
+
+@admin.register(PendingCall)
+class PendingCallAdmin(ReadOnlyAdmin):
+    list_display = ["id", "tool_name", "server", "state", "rounds", "created_by", "created_at"]
+    list_filter = ["state", "server"]
+    exclude = ["request_state_encrypted"]
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+    list_display = [
+        "worker",
+        "hostname",
+        "pid",
+        "started_at",
+        "last_beat_at",
+        "stopped_at",
+        "tasks_held",
+        "polls",
+        "pushes",
+        "streams_open",
+    ]

@@ -1,0 +1,155 @@
+"""The worker's database side: leases, loading what it holds, heartbeats. Synchronous; the engine
+calls these through sync_to_async. Several workers may run these at once on PostgreSQL."""
+
+import math
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from tasksapp import crypto
+from tasksapp.engine.tracking import TrackedTask
+from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp.services.tasks import stored_fingerprint
+
+CLAIM_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class ServerRow:
+    pk: int
+    name: str
+    url: str
+    headers: dict[str, str]
+    signature: tuple[str, str, str]
+    era: str
+    listen_wanted: bool
+
+
+def lease_span() -> timedelta:
+    return timedelta(seconds=settings.MCP_LEASE_SECONDS)
+
+
+def enabled_servers() -> dict[int, ServerRow]:
+    rows: dict[int, ServerRow] = {}
+    for server in McpServer.objects.filter(enabled=True):
+        try:
+            headers = server.headers
+        except crypto.SecretUnreadable:
+            continue  # reported on the server page; its tasks wait until the key is fixed
+        rows[server.pk] = ServerRow(
+            pk=server.pk,
+            name=server.name,
+            url=server.url,
+            headers=headers,
+            signature=(server.url, server.headers_encrypted, server.era),
+            era=server.era,
+            listen_wanted=server.era == "modern"
+            and server.tasks_supported
+            and server.listen_supported is not False,
+        )
+    return rows
+
+
+def claim(worker: str, held: int) -> set[int]:
+    """Take up to this worker's fair share of free tasks; returns the ids newly leased.
+
+    The fair share is the active tasks divided by the live workers, so two workers split the
+    load instead of the first one taking everything. SKIP LOCKED keeps concurrent claimers apart,
+    and the conditional UPDATE keeps them apart where the database has no row locks (SQLite).
+    """
+    close_old_connections()
+    now = timezone.now()
+    live = WorkerHeartbeat.objects.filter(stopped_at__isnull=True, last_beat_at__gte=now - lease_span())
+    workers = live.exclude(worker=worker).count() + 1
+    wanted = min(math.ceil(RemoteTask.objects.active().count() / workers) - held, CLAIM_BATCH)
+    if wanted <= 0:
+        return set()
+    with transaction.atomic():
+        free = (
+            RemoteTask.objects.leasable(now)
+            .select_for_update(skip_locked=True)
+            .order_by("id")
+            .values_list("id", flat=True)[:wanted]
+        )
+        ids = list(free)
+        RemoteTask.objects.leasable(now).filter(id__in=ids).update(
+            leased_by=worker, lease_until=now + lease_span()
+        )
+    return set(RemoteTask.objects.filter(id__in=ids, leased_by=worker).values_list("id", flat=True))
+
+
+def renew(worker: str) -> set[int]:
+    """Extend every lease this worker holds; returns the active tasks it still holds."""
+    close_old_connections()
+    RemoteTask.objects.filter(leased_by=worker).update(lease_until=timezone.now() + lease_span())
+    return set(RemoteTask.objects.active().filter(leased_by=worker).values_list("id", flat=True))
+
+
+def release(worker: str, ids: list[int] | None = None) -> None:
+    """Give tasks back (all of them at shutdown) so another worker can take them at once."""
+    leased = RemoteTask.objects.filter(leased_by=worker)
+    if ids is not None:
+        leased = leased.filter(id__in=ids)
+    leased.update(leased_by="", lease_until=None)
+
+
+def load_tasks(ids: set[int]) -> list[TrackedTask]:
+    """What the worker keeps in memory for each task it holds; all of them due for a poll now."""
+    tracked = []
+    columns = (
+        "id",
+        "server_id",
+        "remote_id_encrypted",
+        "status",
+        "status_message",
+        "ttl_ms",
+        "poll_interval_ms",
+        "remote_created_at",
+    )
+    for task in RemoteTask.objects.filter(id__in=ids).only(*columns):
+        try:
+            remote_id = task.remote_id
+        except crypto.SecretUnreadable:
+            continue
+        deadline = task.ttl_deadline
+        tracked.append(
+            TrackedTask(
+                pk=task.pk,
+                server_id=task.server_id,
+                remote_id=remote_id,
+                fingerprint=stored_fingerprint(task),
+                poll_interval_ms=task.poll_interval_ms,
+                ttl_deadline=deadline.timestamp() if deadline else None,
+            )
+        )
+    return tracked
+
+
+def worker_name(requested: str | None) -> str:
+    return requested or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def heartbeat(worker: str, *, started: datetime, held: int, polls: int, pushes: int, streams: int) -> None:
+    WorkerHeartbeat.objects.update_or_create(
+        worker=worker,
+        defaults={
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": started,
+            "last_beat_at": timezone.now(),
+            "stopped_at": None,
+            "tasks_held": held,
+            "polls": polls,
+            "pushes": pushes,
+            "streams_open": streams,
+        },
+    )
+
+
+def heartbeat_stop(worker: str) -> None:
+    WorkerHeartbeat.objects.filter(worker=worker).update(stopped_at=timezone.now())

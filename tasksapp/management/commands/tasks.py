@@ -1,0 +1,64 @@
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+
+from tasksapp import services
+from tasksapp.management.commands._base import JsonCommand, parse_json_object
+from tasksapp.models import RemoteTask
+from tasksapp.serializers import task_json, task_row_json
+
+
+class Command(JsonCommand):
+    help = "List, show, answer and cancel mirrored tasks."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        super().add_arguments(parser)
+        verbs = parser.add_subparsers(dest="verb", required=True)
+        listing = verbs.add_parser("list")
+        listing.add_argument("--status", help="working, input_required, completed, failed, cancelled")
+        listing.add_argument("--server", help="a server name")
+        show = verbs.add_parser("show")
+        show.add_argument("id", type=int)
+        answer = verbs.add_parser("answer", help="send one answer with tasks/update")
+        answer.add_argument("id", type=int)
+        answer.add_argument("key")
+        answer.add_argument("response", help='RESPONSE_JSON, e.g. {"action": "accept", "content": {…}}')
+        cancel = verbs.add_parser("cancel")
+        cancel.add_argument("id", type=int)
+        for sub in (listing, show, answer, cancel):
+            sub.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        verb = options["verb"]
+        if verb == "list":
+            self._list(options)
+            return
+        task = RemoteTask.objects.select_related("server").filter(pk=options["id"]).first()
+        if task is None:
+            raise CommandError(f"no task #{options['id']}")
+        try:
+            if verb == "answer":
+                response = parse_json_object(options["response"], "RESPONSE_JSON")
+                services.task_answer(task=task, key=options["key"], response=response, user=None)
+            elif verb == "cancel":
+                services.task_cancel(task=task, user=None)
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        task.refresh_from_db()
+        data = task_json(task)
+        self.emit(
+            options,
+            data,
+            f"task #{task.pk} {task.tool_name} on {task.server.name}: {task.display_status}"
+            + (f" — {task.status_message}" if task.status_message else ""),
+        )
+
+    def _list(self, options: dict[str, Any]) -> None:
+        tasks = RemoteTask.objects.select_related("server")
+        if options["status"]:
+            tasks = tasks.filter(status=options["status"])
+        if options["server"]:
+            tasks = tasks.filter(server__name=options["server"])
+        rows = [task_row_json(task) for task in tasks[:1000]]
+        lines = [f"#{r['id']:<6} {r['display']:26} {r['server']:16} {r['tool']}" for r in rows]
+        self.emit(options, rows, "\n".join(lines) or "no tasks")

@@ -1,0 +1,349 @@
+"""The mirror: everything the dashboard knows about remote MCP servers and their tasks.
+
+There is no tasks/list in the protocol, so these rows are the only index of the work operators
+started. Bearer secrets (task ids, input keys, credentials) are stored encrypted, found by
+fingerprint; see tasksapp.crypto.
+"""
+
+import json
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from tasksapp import crypto
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+class McpServer(models.Model):
+    class Era(models.TextChoices):
+        UNKNOWN = "", "not yet discovered"
+        MODERN = "modern", "2026-07-28"
+        LEGACY = "legacy", "legacy (2025-11-25 or older)"
+
+    name = models.SlugField(max_length=100, unique=True)
+    url = models.URLField(max_length=2000)
+    headers_encrypted = models.TextField(blank=True, default="", editable=False)
+    enabled = models.BooleanField(default=True)
+
+    era = models.CharField(max_length=10, choices=Era.choices, blank=True, default="")
+    supported_versions = models.JSONField(default=list, blank=True)
+    capabilities = models.JSONField(default=dict, blank=True)
+    tasks_supported = models.BooleanField(default=False)
+    listen_supported = models.BooleanField(null=True, blank=True, help_text="unknown until first tried")
+    server_info = models.JSONField(default=dict, blank=True)
+    instructions = models.TextField(blank=True, default="")
+    tools = models.JSONField(default=list, blank=True)
+    roots = models.JSONField(default=list, blank=True, help_text='answers roots/list: [{"uri": "file:///…"}]')
+    discovered_at = models.DateTimeField(null=True, blank=True)
+
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    backoff_until = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def headers(self) -> dict[str, str]:
+        if not self.headers_encrypted:
+            return {}
+        value = json.loads(crypto.decrypt(self.headers_encrypted))
+        return {str(k): str(v) for k, v in value.items()}
+
+    @headers.setter
+    def headers(self, value: dict[str, str]) -> None:
+        self.headers_encrypted = crypto.encrypt(json.dumps(value)) if value else ""
+
+    @property
+    def masked_headers(self) -> dict[str, str]:
+        return {name: crypto.mask(value) for name, value in self.headers.items()}
+
+    @property
+    def health(self) -> str:
+        if not self.enabled:
+            return "disabled"
+        if self.backoff_until and self.backoff_until > timezone.now():
+            return "backing off"
+        if self.consecutive_failures:
+            return "failing"
+        if self.last_success_at:
+            return "healthy"
+        return "unknown"
+
+
+class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
+    def active(self) -> "RemoteTaskQuerySet":
+        """Tasks the worker must keep watching: not terminal, not expired, server enabled."""
+        return self.exclude(status__in=TERMINAL).filter(expired=False, server__enabled=True)
+
+    def needing_input(self) -> "RemoteTaskQuerySet":
+        return self.active().filter(status="input_required")
+
+    def leasable(self, now: datetime) -> "RemoteTaskQuerySet":
+        return self.active().filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+
+    def held_by(self, worker: str, now: datetime) -> "RemoteTaskQuerySet":
+        return self.filter(leased_by=worker, lease_until__gte=now)
+
+
+class RemoteTask(models.Model):
+    """One task on one server. `status` and friends are exactly what the server last said."""
+
+    server = models.ForeignKey(McpServer, on_delete=models.PROTECT, related_name="tasks")
+    remote_id_hash = models.CharField(max_length=64, editable=False)
+    remote_id_encrypted = models.TextField(editable=False)
+    tool_name = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict, blank=True)
+
+    status = models.CharField(max_length=20, db_index=True)
+    status_message = models.TextField(blank=True, default="")
+    remote_created_at = models.DateTimeField(null=True, blank=True)
+    remote_updated_at = models.DateTimeField(null=True, blank=True)
+    created_at_raw = models.CharField(max_length=64, blank=True, default="")
+    updated_at_raw = models.CharField(max_length=64, blank=True, default="")
+    ttl_ms = models.BigIntegerField(null=True, blank=True)
+    poll_interval_ms = models.BigIntegerField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    is_tool_error = models.BooleanField(default=False, help_text="completed, with result.isError true")
+    raw = models.JSONField(default=dict, blank=True, help_text="last snapshot, bearer secrets removed")
+
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    expired = models.BooleanField(default=False)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    last_seen_via = models.CharField(max_length=10, blank=True, default="")
+    next_poll_at = models.DateTimeField(null=True, blank=True)
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+
+    leased_by = models.CharField(max_length=200, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+
+    objects = RemoteTaskQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        permissions = [
+            ("start_remotetask", "Can start tool calls"),
+            ("answer_remotetask", "Can answer input requests"),
+            ("cancel_remotetask", "Can cancel tasks"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "remote_id_hash"], name="unique_remote_task"),
+        ]
+        indexes = [
+            models.Index(fields=["status", "expired", "lease_until"], name="task_active_lease"),
+            models.Index(fields=["server", "status"], name="task_server_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.tool_name} on {self.server_id}"
+
+    @property
+    def remote_id(self) -> str:
+        return crypto.decrypt(self.remote_id_encrypted)
+
+    def set_remote_id(self, remote_id: str) -> None:
+        self.remote_id_hash = crypto.fingerprint(remote_id)
+        self.remote_id_encrypted = crypto.encrypt(remote_id)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def ttl_deadline(self) -> datetime | None:
+        if self.ttl_ms is None or self.remote_created_at is None:
+            return None
+        return self.remote_created_at + timedelta(milliseconds=self.ttl_ms)
+
+    @property
+    def display_status(self) -> str:
+        """One label for people: the server's status, refined by what we know locally."""
+        if self.expired:
+            return "expired"
+        if self.status == "completed" and self.is_tool_error:
+            return "completed with tool error"
+        if self.cancel_requested_at and not self.is_terminal:
+            return "cancel requested"
+        if self.status == "input_required":
+            return "needs input"
+        return self.status
+
+
+class InputRequest(models.Model):
+    class State(models.TextChoices):
+        OPEN = "open", "open"
+        SENDING = "sending", "answer being sent"
+        ANSWERED = "answered", "answered"
+        GONE = "gone", "no longer pending"
+
+    task = models.ForeignKey(RemoteTask, on_delete=models.CASCADE, related_name="input_requests")
+    key_hash = models.CharField(max_length=64, editable=False)
+    key_encrypted = models.TextField(editable=False)
+    method = models.CharField(max_length=100)
+    params = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN, db_index=True)
+    response = models.JSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["first_seen_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["task", "key_hash"], name="unique_input_key")]
+
+    def __str__(self) -> str:
+        return f"{self.method} for task #{self.task_id}"
+
+    @property
+    def key(self) -> str:
+        return crypto.decrypt(self.key_encrypted)
+
+    def set_key(self, key: str) -> None:
+        self.key_hash = crypto.fingerprint(key)
+        self.key_encrypted = crypto.encrypt(key)
+
+
+class TaskEvent(models.Model):
+    """Append-only history: one row per real change, never per poll."""
+
+    class Source(models.TextChoices):
+        CREATE = "create"
+        POLL = "poll"
+        PUSH = "push"
+        OPERATOR = "operator"
+        LOCAL = "local", "dashboard"
+
+    task = models.ForeignKey(RemoteTask, on_delete=models.CASCADE, related_name="events")
+    status = models.CharField(max_length=20)
+    status_message = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=10, choices=Source.choices)
+    note = models.CharField(max_length=500, blank=True, default="")
+    remote_updated_at = models.CharField(max_length=64, blank=True, default="")
+    observed_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["observed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.status} ({self.source})"
+
+
+class PendingCall(models.Model):
+    """A tools/call the server answered with input_required before any task existed (MRTR)."""
+
+    class State(models.TextChoices):
+        OPEN = "open", "waiting for input"
+        SENDING = "sending", "retrying"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    server = models.ForeignKey(McpServer, on_delete=models.PROTECT, related_name="pending_calls")
+    tool_name = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict, blank=True)
+    input_requests = models.JSONField(default=dict, blank=True)
+    request_state_encrypted = models.TextField(blank=True, default="", editable=False)
+    rounds = models.PositiveIntegerField(default=1)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN, db_index=True)
+    result = models.JSONField(null=True, blank=True)
+    task = models.ForeignKey(RemoteTask, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"pending {self.tool_name} on {self.server_id}"
+
+    @property
+    def request_state(self) -> str | None:
+        return crypto.decrypt(self.request_state_encrypted) if self.request_state_encrypted else None
+
+    @request_state.setter
+    def request_state(self, value: str | None) -> None:
+        self.request_state_encrypted = crypto.encrypt(value) if value else ""
+
+
+class OperatorAction(models.Model):
+    """The audit log: who did what, when, to which server, call or task."""
+
+    class Action(models.TextChoices):
+        SERVER_ADD = "server_add", "added server"
+        SERVER_EDIT = "server_edit", "edited server"
+        START = "start", "started call"
+        ANSWER = "answer", "answered"
+        DECLINE = "decline", "declined"
+        CANCEL = "cancel", "cancelled"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=20, choices=Action.choices, db_index=True)
+    server = models.ForeignKey(McpServer, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    task = models.ForeignKey(RemoteTask, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    pending_call = models.ForeignKey(
+        PendingCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    detail = models.JSONField(default=dict, blank=True)
+    ok = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.action} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class WorkerHeartbeat(models.Model):
+    worker = models.CharField(max_length=200, unique=True)
+    hostname = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    last_beat_at = models.DateTimeField(db_index=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    tasks_held = models.PositiveIntegerField(default=0)
+    polls = models.PositiveBigIntegerField(default=0)
+    pushes = models.PositiveBigIntegerField(default=0)
+    streams_open = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-last_beat_at"]
+
+    def __str__(self) -> str:
+        return self.worker
+
+    def is_alive(self, now: datetime | None = None) -> bool:
+        now = now or timezone.now()
+        return self.stopped_at is None and now - self.last_beat_at < timedelta(
+            seconds=settings.MCP_LEASE_SECONDS
+        )

@@ -1,0 +1,84 @@
+"""Plain-JSON views of the mirror, for the command line and downloads. Values stay as servers sent them."""
+
+from typing import Any
+
+from tasksapp.models import McpServer, PendingCall, RemoteTask
+
+
+def task_json(task: RemoteTask, *, events: bool = True) -> dict[str, Any]:
+    open_inputs = {
+        request.key: {"method": request.method, "params": request.params}
+        for request in task.input_requests.filter(state="open")
+    }
+    data: dict[str, Any] = {
+        "id": task.pk,
+        "server": task.server.name,
+        "tool": task.tool_name,
+        "taskId": task.remote_id,
+        "status": task.status,
+        "statusMessage": task.status_message or None,
+        "createdAt": task.created_at_raw or None,
+        "lastUpdatedAt": task.updated_at_raw or None,
+        "ttlMs": task.ttl_ms,
+        "pollIntervalMs": task.poll_interval_ms,
+        "result": task.result,
+        "error": task.error,
+        "inputRequests": open_inputs,
+        "cancelRequested": task.cancel_requested_at is not None,
+        "expired": task.expired,
+    }
+    if events:
+        data["events"] = [
+            {
+                "status": event.status,
+                "statusMessage": event.status_message or None,
+                "source": event.source,
+                "observedAt": event.observed_at.isoformat(),
+            }
+            for event in task.events.all()
+        ]
+    return data
+
+
+def task_row_json(task: RemoteTask) -> dict[str, Any]:
+    return {
+        "id": task.pk,
+        "server": task.server.name,
+        "tool": task.tool_name,
+        "status": task.status,
+        "display": task.display_status,
+        "statusMessage": task.status_message or None,
+        "createdAt": task.created_at.isoformat(),
+    }
+
+
+def server_json(server: McpServer) -> dict[str, Any]:
+    return {
+        "id": server.pk,
+        "name": server.name,
+        "url": server.url,
+        "headers": server.masked_headers,
+        "enabled": server.enabled,
+        "era": server.era or None,
+        "supportedVersions": server.supported_versions,
+        "tasksSupported": server.tasks_supported,
+        "listenSupported": server.listen_supported,
+        "serverInfo": server.server_info or None,
+        "tools": [tool.get("name") for tool in server.tools],
+        "health": server.health,
+        "lastSuccessAt": server.last_success_at.isoformat() if server.last_success_at else None,
+        "lastError": server.last_error or None,
+        "consecutiveFailures": server.consecutive_failures,
+        "backoffUntil": server.backoff_until.isoformat() if server.backoff_until else None,
+    }
+
+
+def pending_json(pending: PendingCall) -> dict[str, Any]:
+    return {
+        "id": pending.pk,
+        "server": pending.server.name,
+        "tool": pending.tool_name,
+        "state": pending.state,
+        "round": pending.rounds,
+        "inputRequests": pending.input_requests,
+    }

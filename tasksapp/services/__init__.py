@@ -1,0 +1,46 @@
+"""The only code that writes models. Views, the worker, the admin and the commands all call these."""
+
+from tasksapp.services.calls import CallStarted, call_start, pending_call_answer
+from tasksapp.services.common import NotAllowed, RemoteFailed, ServiceError
+from tasksapp.services.inputs import input_resend_stuck, task_answer
+from tasksapp.services.servers import (
+    DiscoveryPreview,
+    server_create,
+    server_preview,
+    server_record_failure,
+    server_record_success,
+    server_refresh,
+    server_set_listen_support,
+    server_update,
+)
+from tasksapp.services.tasks import (
+    task_apply_snapshot,
+    task_cancel,
+    task_create,
+    task_mark_expired,
+    task_record_error,
+)
+
+__all__ = [
+    "CallStarted",
+    "DiscoveryPreview",
+    "NotAllowed",
+    "RemoteFailed",
+    "ServiceError",
+    "call_start",
+    "input_resend_stuck",
+    "pending_call_answer",
+    "server_create",
+    "server_preview",
+    "server_record_failure",
+    "server_record_success",
+    "server_refresh",
+    "server_set_listen_support",
+    "server_update",
+    "task_answer",
+    "task_apply_snapshot",
+    "task_cancel",
+    "task_create",
+    "task_mark_expired",
+    "task_record_error",
+]

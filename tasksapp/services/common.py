@@ -1,0 +1,78 @@
+"""What every service shares: its errors, and how it reaches a server."""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+
+from tasksapp.mcpclient import InputKinds, McpClient, McpError, ProtocolError
+from tasksapp.models import McpServer, OperatorAction, PendingCall, RemoteTask
+
+# The dashboard has people who can answer all four kinds of input request.
+DASHBOARD_INPUT_KINDS = InputKinds(elicitation_form=True, elicitation_url=True, sampling=True, roots=True)
+
+
+class ServiceError(Exception):
+    """An action could not be carried out. The message is for the person who asked."""
+
+
+class NotAllowed(ServiceError):
+    """The action does not fit the current state (already answered, already finished, ...)."""
+
+
+class RemoteFailed(ServiceError):
+    """The MCP server refused or could not be reached. Nothing was changed locally."""
+
+    def __init__(self, message: str, *, cause: McpError) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def client_for(server: McpServer) -> McpClient:
+    era = server.era if server.era in ("modern", "legacy") else None
+    return McpClient(
+        server.url,
+        headers=server.headers,
+        input_kinds=DASHBOARD_INPUT_KINDS,
+        max_body_bytes=settings.MCP_MAX_BODY_BYTES,
+        era=era,  # type: ignore[arg-type]
+    )
+
+
+def with_client[T](server: McpServer, action: Callable[[McpClient], Awaitable[T]]) -> T:
+    """Run one async exchange with the server from synchronous code (views, commands, admin)."""
+
+    async def run() -> T:
+        async with client_for(server) as client:
+            return await action(client)
+
+    return async_to_sync(run)()
+
+
+def describe(exc: McpError) -> str:
+    if isinstance(exc, ProtocolError):
+        return f"the server answered {exc.code}: {exc.message}"
+    return str(exc)
+
+
+def audit(
+    user: Any,
+    action: str,
+    *,
+    server: McpServer | None = None,
+    task: RemoteTask | None = None,
+    pending: PendingCall | None = None,
+    ok: bool = True,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Record an operator action in the audit log (inside the caller's transaction, if any)."""
+    OperatorAction.objects.create(
+        user=user if getattr(user, "is_authenticated", False) else None,
+        action=action,
+        server=server or (task.server if task else None),
+        task=task,
+        pending_call=pending,
+        ok=ok,
+        detail=detail or {},
+    )

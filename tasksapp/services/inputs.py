@@ -1,0 +1,87 @@
+"""Answering what servers ask: a task's inputRequests (tasks/update) and MRTR rounds (PendingCall)."""
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tasksapp import crypto, events
+from tasksapp.mcpclient import McpClient, McpError
+from tasksapp.models import InputRequest, RemoteTask, TaskEvent
+from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+
+
+def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: Any) -> InputRequest:
+    """Send one answer with tasks/update, exactly once however many people press the button.
+
+    The row moves open -> sending in one conditional UPDATE, so of two concurrent answers only
+    one wins and sends; the other gets NotAllowed. A failed send puts the row back to open.
+    """
+    request = InputRequest.objects.filter(task=task, key_hash=crypto.fingerprint(key)).first()
+    if request is None:
+        raise NotAllowed("This input request is unknown for this task.")
+    claimed = InputRequest.objects.filter(pk=request.pk, state="open").update(
+        state="sending", response=response, answered_by=user, answered_at=timezone.now(), last_error=""
+    )
+    if not claimed:
+        raise NotAllowed(_already(request))
+    action = "decline" if response.get("action") in ("decline", "cancel") else "answer"
+    try:
+        _send_update(task, key, response)
+    except McpError as exc:
+        InputRequest.objects.filter(pk=request.pk, state="sending").update(
+            state="open", last_error=describe(exc)
+        )
+        audit(user, action, task=task, ok=False, detail={"method": request.method, "error": describe(exc)})
+        events.publish_task_changed(task.pk, inbox=True)
+        raise RemoteFailed(f"The answer was not delivered: {describe(exc)}", cause=exc) from exc
+    with transaction.atomic():
+        InputRequest.objects.filter(pk=request.pk).update(state="answered", sent_at=timezone.now())
+        TaskEvent.objects.create(
+            task=task,
+            status=task.status,
+            status_message=task.status_message,
+            source="operator",
+            note=f"{user} {'declined' if action == 'decline' else 'answered'} {request.method}"[:500],
+        )
+        audit(user, action, task=task, detail={"method": request.method, "action": response.get("action")})
+        events.publish_task_changed(task.pk, inbox=True)
+        events.nudge_workers(task.pk)
+    request.refresh_from_db()
+    return request
+
+
+def input_resend_stuck(*, older_than_seconds: float) -> int:
+    """Re-send answers whose sender died between claiming and sending (tasks/update is idempotent)."""
+    cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
+    resent = 0
+    for request in InputRequest.objects.filter(state="sending", answered_at__lt=cutoff).select_related(
+        "task__server"
+    ):
+        try:
+            _send_update(request.task, request.key, request.response or {})
+        except McpError as exc:
+            InputRequest.objects.filter(pk=request.pk).update(last_error=describe(exc))
+            continue
+        InputRequest.objects.filter(pk=request.pk, state="sending").update(
+            state="answered", sent_at=timezone.now()
+        )
+        resent += 1
+    return resent
+
+
+def _send_update(task: RemoteTask, key: str, response: dict[str, Any]) -> None:
+    remote_id = task.remote_id
+
+    async def send(client: McpClient) -> None:
+        await client.update_task(remote_id, {key: response})
+
+    with_client(task.server, send)
+
+
+def _already(request: InputRequest) -> str:
+    request.refresh_from_db()
+    if request.state in ("answered", "sending"):
+        who = request.answered_by or "someone"
+        return f"{who} already answered this request; nothing was sent."
+    return "The server no longer waits for this answer; nothing was sent."

@@ -1,0 +1,233 @@
+"""Writing the task mirror: creating tasks, applying what a server said, expiry, cancel."""
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tasksapp import crypto, events
+from tasksapp.mcpclient import (
+    CompletedTask,
+    DetailedTask,
+    FailedTask,
+    InputRequiredTask,
+    McpClient,
+    McpError,
+)
+from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
+from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+
+MAX_STATUS_MESSAGE = 4000
+Fingerprint = tuple[str, str, int | None, int | None, tuple[str, ...]]
+_SECRET_KEYS = ("taskId", "inputRequests", "result", "error")
+
+
+def task_create(
+    *, server: McpServer, snapshot: DetailedTask, tool_name: str, arguments: dict[str, Any], user: Any
+) -> RemoteTask:
+    """Persist a task the moment its CreateTaskResult arrives: a lost task id is gone for good."""
+    with transaction.atomic():
+        task = RemoteTask(server=server, tool_name=tool_name, arguments=arguments, started_by=user)
+        task.set_remote_id(snapshot.task_id)
+        _copy_snapshot(task, snapshot, "create")
+        task.save()
+        _sync_input_requests(task, snapshot)
+        _record_event(task, "create")
+        events.publish_task_changed(task.pk, inbox=isinstance(snapshot, InputRequiredTask))
+    return task
+
+
+def task_apply_snapshot(*, task: RemoteTask, snapshot: DetailedTask, source: str) -> bool:
+    """Bring the mirror up to date with one tasks/get answer or push. Idempotent and monotonic.
+
+    Returns True when something changed (and was written); a re-polled snapshot writes nothing,
+    and a task that already reached a terminal state never leaves it.
+    """
+    with transaction.atomic():
+        task = RemoteTask.objects.select_for_update().get(pk=task.pk)
+        if task.is_terminal or task.expired or not _differs(task, snapshot):
+            return False
+        status_changed = (task.status, task.status_message) != (
+            snapshot.status,
+            bounded_message(snapshot.status_message),
+        )
+        inputs_before = task.status == "input_required"
+        _copy_snapshot(task, snapshot, source)
+        task.last_error = ""
+        task.save()
+        inputs_changed = _sync_input_requests(task, snapshot)
+        if status_changed:
+            _record_event(task, source)
+        events.publish_task_changed(
+            task.pk, inbox=inputs_changed or inputs_before != (snapshot.status == "input_required")
+        )
+    return True
+
+
+def task_mark_expired(*, task: RemoteTask, reason: str) -> bool:
+    """The server no longer knows the task. Keep its last result and history; stop watching it."""
+    with transaction.atomic():
+        task = RemoteTask.objects.select_for_update().get(pk=task.pk)
+        if task.is_terminal or task.expired:
+            return False
+        task.expired, task.expired_at = True, timezone.now()
+        task.last_error = reason
+        task.save(update_fields=["expired", "expired_at", "last_error"])
+        _close_open_inputs(task)
+        TaskEvent.objects.create(
+            task=task,
+            status=task.status,
+            status_message=task.status_message,
+            source="local",
+            note=f"expired: {reason}"[:500],
+        )
+        events.publish_task_changed(task.pk, inbox=True)
+    return True
+
+
+def task_record_error(*, task: RemoteTask, error: str) -> None:
+    """A poll of this task failed in a way that concerns only this task (bad answer, -32603)."""
+    with transaction.atomic():
+        updated = RemoteTask.objects.filter(pk=task.pk).exclude(last_error=error).update(last_error=error)
+        if updated:
+            events.publish_task_changed(task.pk)
+
+
+def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
+    """Send tasks/cancel. The task shows 'cancel requested' until the server reports a terminal state."""
+    task.refresh_from_db()
+    if task.is_terminal or task.expired:
+        raise NotAllowed(f"Task #{task.pk} has already finished ({task.display_status}); nothing to cancel.")
+    remote_id = task.remote_id
+
+    async def send(client: McpClient) -> None:
+        await client.cancel_task(remote_id)
+
+    try:
+        with_client(task.server, send)
+    except McpError as exc:
+        audit(user, "cancel", task=task, ok=False, detail={"error": describe(exc)})
+        raise RemoteFailed(f"Could not cancel: {describe(exc)}", cause=exc) from exc
+    with transaction.atomic():
+        RemoteTask.objects.filter(pk=task.pk, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=timezone.now()
+        )
+        TaskEvent.objects.create(
+            task=task,
+            status=task.status,
+            status_message=task.status_message,
+            source="operator",
+            note=f"cancel requested by {user}"[:500],
+        )
+        audit(user, "cancel", task=task)
+        events.publish_task_changed(task.pk)
+        events.nudge_workers(task.pk)
+    task.refresh_from_db()
+    return task
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def bounded_message(message: str | None) -> str:
+    """The statusMessage as the mirror stores it (servers are untrusted: bound what they send)."""
+    text = message or ""
+    return text if len(text) <= MAX_STATUS_MESSAGE else text[: MAX_STATUS_MESSAGE - 1] + "…"
+
+
+def snapshot_fingerprint(snapshot: DetailedTask) -> Fingerprint:
+    """What counts as a change. Not lastUpdatedAt: fastmcp-tasks moves it on every poll (§10 #7)."""
+    keys = tuple(sorted(snapshot.input_requests)) if isinstance(snapshot, InputRequiredTask) else ()
+    return (
+        snapshot.status,
+        bounded_message(snapshot.status_message),
+        snapshot.ttl_ms,
+        snapshot.poll_interval_ms,
+        keys,
+    )
+
+
+def stored_fingerprint(task: RemoteTask) -> Fingerprint | None:
+    """The fingerprint of what the mirror holds, or None where input keys make it unknowable cheaply."""
+    if task.status == "input_required":
+        return None
+    return (task.status, task.status_message, task.ttl_ms, task.poll_interval_ms, ())
+
+
+def _differs(task: RemoteTask, snapshot: DetailedTask) -> bool:
+    """What counts as a change: everything but lastUpdatedAt, which some servers move on every poll."""
+    if (task.status, task.status_message, task.ttl_ms, task.poll_interval_ms) != (
+        snapshot.status,
+        bounded_message(snapshot.status_message),
+        snapshot.ttl_ms,
+        snapshot.poll_interval_ms,
+    ):
+        return True
+    if isinstance(snapshot, InputRequiredTask):
+        listed = {crypto.fingerprint(key) for key in snapshot.input_requests}
+        rows = dict(task.input_requests.values_list("key_hash", "state"))
+        still_open = {key_hash for key_hash, state in rows.items() if state == "open"}
+        return bool(listed - rows.keys() or still_open - listed)
+    return False
+
+
+def _copy_snapshot(task: RemoteTask, snapshot: DetailedTask, source: str) -> None:
+    now = timezone.now()
+    task.status = snapshot.status
+    task.status_message = bounded_message(snapshot.status_message)
+    task.created_at_raw = snapshot.created_at[:64]
+    task.updated_at_raw = snapshot.last_updated_at[:64]
+    task.remote_created_at = _parse_time(snapshot.created_at)
+    task.remote_updated_at = _parse_time(snapshot.last_updated_at)
+    task.ttl_ms, task.poll_interval_ms = snapshot.ttl_ms, snapshot.poll_interval_ms
+    task.raw = {k: v for k, v in snapshot.raw.items() if k not in _SECRET_KEYS}
+    task.last_seen_at, task.last_seen_via = now, source
+    if isinstance(snapshot, CompletedTask):
+        task.result, task.is_tool_error = snapshot.result.raw, snapshot.result.is_error
+    if isinstance(snapshot, FailedTask):
+        task.error = snapshot.error.raw
+    if snapshot.is_terminal:
+        task.finished_at = now
+
+
+def _sync_input_requests(task: RemoteTask, snapshot: DetailedTask) -> bool:
+    """One row per (task, key); keys the server no longer lists are closed. True if any row changed."""
+    wanted = snapshot.input_requests if isinstance(snapshot, InputRequiredTask) else {}
+    by_hash = {crypto.fingerprint(key): (key, request) for key, request in wanted.items()}
+    known = set(task.input_requests.values_list("key_hash", flat=True))
+    created = []
+    for key_hash, (key, request) in by_hash.items():
+        if key_hash not in known:
+            row = InputRequest(task=task, method=request.method[:100], params=request.params)
+            row.set_key(key)
+            created.append(row)
+    InputRequest.objects.bulk_create(created)
+    closed = (
+        task.input_requests.filter(state="open")
+        .exclude(key_hash__in=by_hash)
+        .update(state="gone", closed_at=timezone.now())
+    )
+    return bool(created or closed)
+
+
+def _close_open_inputs(task: RemoteTask) -> None:
+    task.input_requests.filter(state="open").update(state="gone", closed_at=timezone.now())
+
+
+def _record_event(task: RemoteTask, source: str) -> None:
+    TaskEvent.objects.create(
+        task=task,
+        status=task.status,
+        status_message=task.status_message,
+        source=source,
+        remote_updated_at=task.updated_at_raw,
+    )
+
+
+def _parse_time(value: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.UTC)
