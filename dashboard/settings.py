@@ -37,6 +37,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -97,6 +98,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
@@ -137,3 +139,6 @@ MCP_BACKOFF_MAX_MS = env_int("MCP_BACKOFF_MAX_MS", 300000, minimum=10)
 MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
 MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
+
+# Daphne serves /static/ itself unless a proxy or CDN does (set SERVE_STATIC=false then).
+SERVE_STATIC = env_bool("SERVE_STATIC", True)

@@ -97,6 +97,36 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
     def held_by(self, worker: str, now: datetime) -> "RemoteTaskQuerySet":
         return self.filter(leased_by=worker, lease_until__gte=now)
 
+    def for_list(self) -> "RemoteTaskQuerySet":
+        """What a list row shows, in one query (server joined, large JSON columns left out)."""
+        return self.select_related("server").defer(
+            "result",
+            "error",
+            "raw",
+            "arguments",
+            "remote_id_encrypted",
+            "server__tools",
+            "server__capabilities",
+            "server__headers_encrypted",
+            "server__instructions",
+        )
+
+    def with_display_status(self, status: str) -> "RemoteTaskQuerySet":
+        """Filter by the label people see, including the dashboard's own refinements."""
+        if status == "needs_input":
+            return self.filter(status="input_required", expired=False)
+        if status == "tool_error":
+            return self.filter(status="completed", is_tool_error=True)
+        if status == "completed":
+            return self.filter(status="completed", is_tool_error=False)
+        if status == "expired":
+            return self.filter(expired=True)
+        if status == "cancel_requested":
+            return self.exclude(status__in=TERMINAL).filter(cancel_requested_at__isnull=False, expired=False)
+        if status == "active":
+            return self.exclude(status__in=TERMINAL).filter(expired=False)
+        return self.filter(status=status, expired=False)
+
 
 class RemoteTask(models.Model):
     """One task on one server. `status` and friends are exactly what the server last said."""

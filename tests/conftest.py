@@ -65,3 +65,13 @@ def db_env(transactional_db: None) -> dict[str, str]:
         user, host = settings_dict["USER"] or "postgres", settings_dict["HOST"] or "127.0.0.1"
         url = f"postgres://{user}@{host}:{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}"
     return {**os.environ, "DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture(autouse=True)
+def _roles(request: pytest.FixtureRequest) -> None:
+    """Role groups come from a data migration, which a transactional test's flush removes."""
+    if "transactional_db" in request.fixturenames or request.node.get_closest_marker("django_db"):
+        request.getfixturevalue("transactional_db")
+        from tasksapp.permissions import ensure_roles
+
+        ensure_roles()

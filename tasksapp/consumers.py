@@ -1,0 +1,110 @@
+"""One websocket per page. Thin and read-only: join the page's groups, re-read what changed,
+render the same partial the page rendered, and send it as an out-of-band swap."""
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from tasksapp import events
+from tasksapp.models import InputRequest, McpServer, RemoteTask
+from tasksapp.permissions import VIEW, can, roles_of
+from tasksapp.views.present import input_view, task_context
+
+PAGES = {"overview", "tasks", "task", "inbox", "servers"}
+
+
+class LiveConsumer(AsyncWebsocketConsumer):
+    groups: list[str]
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        params = parse_qs(self.scope.get("query_string", b"").decode())
+        self.page = (params.get("page") or [""])[0]
+        task = (params.get("task") or [""])[0]
+        self.task_id = int(task) if task.isdigit() else None
+        if user is None or not await database_sync_to_async(can)(user, VIEW) or self.page not in PAGES:
+            await self.close(code=4403)
+            return
+        self.groups = self._groups()
+        for group in self.groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+
+    def _groups(self) -> list[str]:
+        if self.page == "task" and self.task_id is not None:
+            return [events.task_group(self.task_id)]
+        return {
+            "overview": [events.TASKS, events.SERVERS],
+            "tasks": [events.TASKS],
+            "inbox": [events.INBOX],
+            "servers": [events.SERVERS],
+        }.get(self.page, [])
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "groups", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Nothing is accepted from the browser: actions are CSRF-protected POSTs."""
+
+    async def task_changed(self, event: dict[str, Any]) -> None:
+        html = await database_sync_to_async(self._render_task)(int(event["id"]))
+        if html:
+            await self.send(text_data=html)
+
+    async def server_changed(self, event: dict[str, Any]) -> None:
+        html = await database_sync_to_async(self._render_server)(int(event["id"]))
+        if html:
+            await self.send(text_data=html)
+
+    def _render_task(self, pk: int) -> str:
+        user = self.scope["user"]
+        if self.page == "overview":
+            return _overview(user)
+        task = RemoteTask.objects.select_related("server", "started_by").filter(pk=pk).first()
+        if task is None:
+            return ""
+        if self.page == "tasks":
+            return render_to_string("tasksapp/task_list.html#task-row", {"task": task, "oob": True})
+        if self.page == "inbox":
+            rows = InputRequest.objects.filter(task=task, state="open").select_related("task__server")
+            live = not task.is_terminal and not task.expired
+            item = {"task": task, "inputs": [input_view(row) for row in rows] if live else []}
+            context = {"item": item, "oob": True, "request": _FakeRequest("/inbox/"), **roles_of(user)}
+            return render_to_string("tasksapp/inbox.html#inbox-task", context)
+        if self.page == "task" and pk == self.task_id:
+            context = {**task_context(task, user), "oob": True, "request": _FakeRequest(f"/tasks/{pk}/")}
+            return "".join(
+                render_to_string(f"tasksapp/task_detail.html#{name}", context)
+                for name in ("task-card", "task-inputs", "task-result", "task-timeline")
+            )
+        return ""
+
+    def _render_server(self, pk: int) -> str:
+        user = self.scope["user"]
+        if self.page == "overview":
+            return _overview(user)
+        server = McpServer.objects.filter(pk=pk).first()
+        if server is None or self.page != "servers":
+            return ""
+        return render_to_string(
+            "tasksapp/servers.html#server-row", {"server": server, "oob": True, **roles_of(user)}
+        )
+
+
+def _overview(user: Any) -> str:
+    from tasksapp.views.overview import overview_context
+
+    return render_to_string(
+        "tasksapp/overview.html#overview-live", {**overview_context(), "oob": True, **roles_of(user)}
+    )
+
+
+class _FakeRequest:
+    """Partials read request.path for their 'next' links; a websocket has no HTTP request."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path

@@ -1,0 +1,78 @@
+"""Roles: viewer reads everything, operator also starts/answers/cancels, admin also manages servers.
+
+Roles are Django groups (created by migration 0002); checks are on permissions, so a superuser
+passes every one. Views and consumers enforce them; templates only hide what would be refused.
+"""
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+
+VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
+START = "tasksapp.start_remotetask"
+ANSWER = "tasksapp.answer_remotetask"
+CANCEL = "tasksapp.cancel_remotetask"
+MANAGE_SERVERS = "tasksapp.change_mcpserver"
+VIEW = "tasksapp.view_remotetask"
+
+
+def can(user: Any, permission: str) -> bool:
+    return bool(user.is_authenticated and user.is_active and user.has_perm(permission))
+
+
+def require(permission: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """A view decorator: 403 unless the logged-in user holds `permission`."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not can(request.user, permission):
+                raise PermissionDenied(f"Your role does not allow this ({permission.split('.')[1]}).")
+            return view(request, *args, **kwargs)
+
+        return guarded
+
+    return decorate
+
+
+def roles_of(user: Any) -> dict[str, bool]:
+    """For templates: which actions to show."""
+    return {
+        "can_start": can(user, START),
+        "can_answer": can(user, ANSWER),
+        "can_cancel": can(user, CANCEL),
+        "can_manage_servers": can(user, MANAGE_SERVERS),
+    }
+
+
+ROLE_PERMISSIONS = {
+    VIEWER: [
+        "view_mcpserver",
+        "view_remotetask",
+        "view_inputrequest",
+        "view_taskevent",
+        "view_pendingcall",
+        "view_operatoraction",
+        "view_workerheartbeat",
+    ],
+    OPERATOR: ["start_remotetask", "answer_remotetask", "cancel_remotetask"],
+    ADMIN: ["add_mcpserver", "change_mcpserver"],
+}
+
+
+def ensure_roles(group_model: Any = None, permission_model: Any = None) -> None:
+    """Create the three role groups with their permissions (idempotent; migration 0002 runs it)."""
+    if group_model is None:
+        from django.contrib.auth.models import Group, Permission
+
+        group_model, permission_model = Group, Permission
+    codenames: list[str] = []
+    for role in (VIEWER, OPERATOR, ADMIN):
+        codenames = codenames + ROLE_PERMISSIONS[role]
+        group, _ = group_model.objects.get_or_create(name=role)
+        group.permissions.set(
+            permission_model.objects.filter(content_type__app_label="tasksapp", codename__in=codenames)
+        )

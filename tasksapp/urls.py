@@ -1,0 +1,24 @@
+from django.urls import path
+
+from tasksapp.views import inbox, overview, servers, tasks, tools
+
+app_name = "tasks"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("tasks/", tasks.task_list, name="list"),
+    path("tasks/<int:pk>/", tasks.task_detail, name="detail"),
+    path("tasks/<int:pk>/cancel/", tasks.task_cancel, name="cancel"),
+    path("tasks/<int:pk>/raw.json", tasks.task_raw, name="raw"),
+    path("inbox/", inbox.inbox, name="inbox"),
+    path("inputs/<int:pk>/answer/", inbox.answer, name="answer"),
+    path("calls/<int:pk>/", inbox.pending_detail, name="pending"),
+    path("calls/<int:pk>/answer/", inbox.pending_answer, name="pending-answer"),
+    path("servers/", servers.server_list, name="servers"),
+    path("servers/add/", servers.server_add, name="server-add"),
+    path("servers/<int:pk>/edit/", servers.server_edit, name="server-edit"),
+    path("servers/<int:pk>/refresh/", servers.server_refresh, name="server-refresh"),
+    path("servers/<int:pk>/tools/", servers.server_tools, name="server-tools"),
+    path("servers/<int:pk>/tools/<str:name>/run/", tools.tool_run, name="tool-run"),
+    path("audit/", servers.audit_log, name="audit"),
+]

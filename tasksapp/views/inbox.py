@@ -1,0 +1,148 @@
+"""The inbox of open input requests, and answering them (in a task or before one exists)."""
+
+import time
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+
+from tasksapp import elicitation, services
+from tasksapp.models import InputRequest, PendingCall
+from tasksapp.permissions import ANSWER, START, VIEW, require
+from tasksapp.views.common import page, safe_next
+from tasksapp.views.present import InputView, input_view
+
+INBOX_LIMIT = 500
+
+
+def open_requests() -> list[InputRequest]:
+    """Every open request, most urgent first: least TTL left, then oldest."""
+    rows = list(
+        InputRequest.objects.filter(state="open", task__expired=False, task__server__enabled=True)
+        .exclude(task__status__in=("completed", "failed", "cancelled"))
+        .select_related("task__server")[:INBOX_LIMIT]
+    )
+
+    def urgency(row: InputRequest) -> tuple[float, float]:
+        deadline = row.task.ttl_deadline
+        return (deadline.timestamp() if deadline else float("inf"), row.first_seen_at.timestamp())
+
+    return sorted(rows, key=urgency)
+
+
+@require(VIEW)
+def inbox(request: HttpRequest) -> HttpResponse:
+    groups: dict[int, list[InputView]] = {}
+    tasks = {}
+    for row in open_requests():
+        groups.setdefault(row.task_id, []).append(input_view(row))
+        tasks[row.task_id] = row.task
+    items = [{"task": tasks[task_id], "inputs": views} for task_id, views in groups.items()]
+    return page(
+        request,
+        "tasksapp/inbox.html",
+        {"items": items, "now": time.time()},
+        nav="inbox",
+        live={"page": "inbox"},
+    )
+
+
+@require(ANSWER)
+def answer(request: HttpRequest, pk: int) -> HttpResponse:
+    row = get_object_or_404(InputRequest.objects.select_related("task__server"), pk=pk)
+    back = safe_next(request, f"/tasks/{row.task_id}/")
+    if request.method != "POST":
+        return redirect(back)
+    response, view = build_response(row, request.POST)
+    if response is None:
+        messages.error(request, "Please correct the answer below; nothing was sent.")
+        context = {"task": row.task, "view": view, "next": back}
+        return page(request, "tasksapp/answer_again.html", context, nav="inbox", status=422)
+    try:
+        services.task_answer(task=row.task, key=row.key, response=response, user=request.user)
+        messages.success(request, f"Answer sent to {row.task.server.name} for task #{row.task_id}.")
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    return redirect(back)
+
+
+def build_response(row: InputRequest, post: Any) -> tuple[dict[str, Any] | None, InputView]:
+    """The response object to send for a submitted form, or None with the form's errors."""
+    action = post.get("action", "accept")
+    view = input_view(row, data=post if action == "accept" else None)
+    if action in ("decline", "cancel") and view.kind in ("form", "url"):
+        return {"action": action}, view
+    if view.kind == "url":
+        return {"action": "accept"}, view
+    if view.kind == "roots":
+        return elicitation.roots_result(row.task.server.roots), view
+    if view.kind in ("form", "sampling") and view.form.is_valid():
+        if view.kind == "sampling":
+            return view.form.result(), view
+        if not getattr(view.form, "unsupported", False):
+            return {"action": "accept", "content": view.form.content()}, view
+    return None, view
+
+
+@require(VIEW)
+def pending_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    pending = get_object_or_404(PendingCall.objects.select_related("server"), pk=pk)
+    if pending.task_id:
+        return redirect("tasks:detail", pk=pending.task_id)
+    return page(
+        request, "tasksapp/pending.html", {"pending": pending, "views": _pending_views(pending)}, nav="tasks"
+    )
+
+
+@require(START)
+def pending_answer(request: HttpRequest, pk: int) -> HttpResponse:
+    pending = get_object_or_404(PendingCall.objects.select_related("server"), pk=pk)
+    if request.method != "POST":
+        return redirect("tasks:pending", pk=pk)
+    views = _pending_views(pending, request.POST)
+    responses = {}
+    for key, view in views:
+        action = request.POST.get(f"{view.prefix}-action", "accept")
+        if action in ("decline", "cancel") and view.kind in ("form", "url"):
+            responses[key] = {"action": action}
+        elif view.kind == "url":
+            responses[key] = {"action": "accept"}
+        elif view.kind == "roots":
+            responses[key] = elicitation.roots_result(pending.server.roots)
+        elif view.form is not None and view.form.is_valid():
+            responses[key] = (
+                view.form.result()
+                if view.kind == "sampling"
+                else {"action": "accept", "content": view.form.content()}
+            )
+        else:
+            context = {"pending": pending, "views": views}
+            return page(request, "tasksapp/pending.html", context, nav="tasks", status=422)
+    try:
+        started = services.pending_call_answer(pending=pending, responses=responses, user=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("tasks:pending", pk=pk)
+    if started.task is not None:
+        return redirect("tasks:detail", pk=started.task.pk)
+    if started.pending is not None and started.pending.state == "open":
+        messages.info(request, "The server needs more input before it can start.")
+        return redirect("tasks:pending", pk=started.pending.pk)
+    return page(
+        request,
+        "tasksapp/pending.html",
+        {"pending": pending, "views": [], "result": started.result},
+        nav="tasks",
+    )
+
+
+def _pending_views(pending: PendingCall, data: Any = None) -> list[tuple[str, InputView]]:
+    """MRTR requests are not rows; present them like a task's, keyed by position."""
+    views = []
+    for index, (key, raw) in enumerate(sorted(pending.input_requests.items())):
+        stand_in = InputRequest(
+            pk=index + 1, method=str(raw.get("method", "")), params=raw.get("params") or {}
+        )
+        views.append((key, input_view(stand_in, data=data)))
+    return views

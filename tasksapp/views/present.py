@@ -1,0 +1,135 @@
+"""Preparing untrusted server data for templates: results, errors, input requests.
+
+Templates autoescape every string; this module decides what may become a link, an image or audio.
+"""
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from tasksapp import elicitation
+from tasksapp.models import InputRequest, RemoteTask
+from tasksapp.permissions import roles_of
+
+MAX_TEXT = 100_000
+MAX_INLINE_MEDIA = 2 * 1024 * 1024
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+AUDIO_TYPES = {"audio/wav", "audio/x-wav", "audio/mpeg", "audio/ogg", "audio/webm"}
+
+
+def task_context(task: RemoteTask, user: Any) -> dict[str, Any]:
+    return {
+        "task": task,
+        "events": list(task.events.all()),
+        "inputs": [input_view(request) for request in task.input_requests.filter(state="open")],
+        "blocks": content_blocks(task.result),
+        "structured": pretty(task.result.get("structuredContent")) if isinstance(task.result, dict) else None,
+        "error_data": pretty(task.error.get("data")) if isinstance(task.error, dict) else None,
+        "raw_json": pretty({**task.raw, "result": task.result, "error": task.error}),
+        **roles_of(user),
+    }
+
+
+def pretty(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "\n… (truncated)"
+
+
+def safe_link(uri: Any) -> str | None:
+    """Only http(s) URLs become links; anything else (javascript:, data:, file:) stays text."""
+    if not isinstance(uri, str):
+        return None
+    parts = urlsplit(uri.strip())
+    return uri.strip() if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def content_blocks(result: Any) -> list[dict[str, Any]]:
+    content = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [_block(block) for block in content[:200] if isinstance(block, dict)]
+
+
+def _block(block: dict[str, Any]) -> dict[str, Any]:
+    kind = block.get("type")
+    if kind == "text":
+        return {"kind": "text", "text": str(block.get("text", ""))[:MAX_TEXT]}
+    if kind in ("image", "audio"):
+        return _media(block, kind)
+    if kind == "resource_link":
+        return {
+            "kind": "link",
+            "name": str(block.get("name") or block.get("title") or ""),
+            "uri": str(block.get("uri", "")),
+            "href": safe_link(block.get("uri")),
+            "mime": str(block.get("mimeType", "")),
+        }
+    if kind == "resource":
+        resource = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        text = resource.get("text")
+        return {
+            "kind": "resource",
+            "uri": str(resource.get("uri", "")),
+            "mime": str(resource.get("mimeType", "")),
+            "text": str(text)[:MAX_TEXT] if text is not None else None,
+            "size": len(str(resource.get("blob", ""))) if "blob" in resource else None,
+        }
+    return {"kind": "other", "json": pretty(block)}
+
+
+def _media(block: dict[str, Any], kind: str) -> dict[str, Any]:
+    mime, data = str(block.get("mimeType", "")), block.get("data")
+    allowed = IMAGE_TYPES if kind == "image" else AUDIO_TYPES
+    if mime in allowed and isinstance(data, str) and len(data) <= MAX_INLINE_MEDIA:
+        try:
+            base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            pass
+        else:
+            return {"kind": kind, "src": f"data:{mime};base64,{data}", "mime": mime}
+    return {"kind": "other", "json": f"[{kind} {mime or 'unknown type'}: not shown]"}
+
+
+@dataclass
+class InputView:
+    request: InputRequest
+    kind: str  # form | url | sampling | roots | unsupported
+    form: Any = None
+    url: dict[str, Any] | None = None
+    sampling: dict[str, Any] | None = None
+    secrets: list[str] | None = None
+    message: str = ""
+
+    @property
+    def prefix(self) -> str:
+        return f"ir{self.request.pk}"
+
+
+def input_view(request: InputRequest, data: Any = None) -> InputView:
+    params = request.params if isinstance(request.params, dict) else {}
+    message = str(params.get("message", ""))[:5000]
+    prefix = f"ir{request.pk}"
+    if request.method == "elicitation/create":
+        if params.get("mode") == "url":
+            return InputView(request, "url", url=elicitation.url_request_view(params), message=message)
+        schema = params.get("requestedSchema")
+        schema = schema if isinstance(schema, dict) else {}
+        form = elicitation.elicitation_form(schema, data=data, prefix=prefix)
+        return InputView(
+            request, "form", form=form, secrets=elicitation.looks_like_secret(schema), message=message
+        )
+    if request.method == "sampling/createMessage":
+        return InputView(
+            request,
+            "sampling",
+            form=elicitation.sampling_form(params, data=data, prefix=prefix),
+            sampling=elicitation.sampling_summary(params),
+        )
+    if request.method == "roots/list":
+        return InputView(request, "roots")
+    return InputView(request, "unsupported", message=f"This server asked for {request.method!r}.")

@@ -1,0 +1,150 @@
+"""Servers: the list with health, adding with a discovery preview, editing, and their tools."""
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+
+from tasksapp import services
+from tasksapp.models import McpServer, OperatorAction
+from tasksapp.permissions import MANAGE_SERVERS, VIEW, require
+from tasksapp.views.common import page
+
+
+class ServerForm(forms.Form):
+    name = forms.SlugField(max_length=100, help_text="A short name: letters, digits, - and _.")
+    url = forms.URLField(max_length=2000, assume_scheme="https", label="MCP endpoint URL")
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text="One 'Name: value' per line, e.g. 'Authorization: Bearer …'. Stored encrypted, masked.",
+    )
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data["url"]
+        if not url.startswith(("http://", "https://")):
+            raise forms.ValidationError("Use an http:// or https:// URL.")
+        return url
+
+    def clean_headers(self) -> dict[str, str]:
+        headers = {}
+        for line in self.cleaned_data["headers"].splitlines():
+            if not line.strip():
+                continue
+            name, sep, value = line.partition(":")
+            if not sep or not name.strip():
+                raise forms.ValidationError(f"{line[:60]!r} is not 'Name: value'.")
+            headers[name.strip()] = value.strip()
+        return headers
+
+
+class ServerEditForm(ServerForm):
+    enabled = forms.BooleanField(required=False)
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text="Leave empty to keep the current headers; write '-' alone to remove them.",
+    )
+
+    def clean_headers(self) -> dict[str, str] | None:  # type: ignore[override]
+        text = self.cleaned_data["headers"].strip()
+        if not text:
+            return None
+        if text == "-":
+            return {}
+        return super().clean_headers()
+
+
+@require(VIEW)
+def server_list(request: HttpRequest) -> HttpResponse:
+    servers = McpServer.objects.defer("capabilities", "instructions")
+    return page(
+        request, "tasksapp/servers.html", {"servers": servers}, nav="servers", live={"page": "servers"}
+    )
+
+
+@require(MANAGE_SERVERS)
+def server_add(request: HttpRequest) -> HttpResponse:
+    form = ServerForm(request.POST if request.method == "POST" else None)
+    preview = None
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            if "save" in request.POST:
+                server = services.server_create(
+                    name=data["name"], url=data["url"], headers=data["headers"], user=request.user
+                )
+                messages.success(
+                    request, f"Server {server.name} added ({server.era}, {len(server.tools)} tools)."
+                )
+                return redirect("tasks:server-tools", pk=server.pk)
+            preview = services.server_preview(url=data["url"], headers=data["headers"])
+        except services.ServiceError as exc:
+            form.add_error(None, str(exc))
+    return page(
+        request,
+        "tasksapp/server_form.html",
+        {"form": form, "preview": preview, "adding": True},
+        nav="servers",
+    )
+
+
+@require(MANAGE_SERVERS)
+def server_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    server = get_object_or_404(McpServer, pk=pk)
+    initial: dict[str, Any] = {"name": server.name, "url": server.url, "enabled": server.enabled}
+    form = ServerEditForm(request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.server_update(
+                server=server,
+                url=data["url"],
+                headers=data["headers"],
+                enabled=data["enabled"],
+                user=request.user,
+            )
+            messages.success(request, f"Server {server.name} saved.")
+            return redirect("tasks:servers")
+        except services.ServiceError as exc:
+            form.add_error(None, str(exc))
+    return page(
+        request, "tasksapp/server_form.html", {"form": form, "server": server, "adding": False}, nav="servers"
+    )
+
+
+@require(MANAGE_SERVERS)
+def server_refresh(request: HttpRequest, pk: int) -> HttpResponse:
+    server = get_object_or_404(McpServer, pk=pk)
+    if request.method == "POST":
+        try:
+            services.server_refresh(server=server)
+            messages.success(request, f"Discovered {server.name} again: {len(server.tools)} tools.")
+        except services.ServiceError as exc:
+            messages.error(request, str(exc))
+    return redirect("tasks:server-tools", pk=pk)
+
+
+@require(VIEW)
+def server_tools(request: HttpRequest, pk: int) -> HttpResponse:
+    server = get_object_or_404(McpServer, pk=pk)
+    tools = [tool for tool in server.tools if isinstance(tool, dict)]
+    return page(request, "tasksapp/server_tools.html", {"server": server, "tools": tools}, nav="servers")
+
+
+@require(VIEW)
+def audit_log(request: HttpRequest) -> HttpResponse:
+    from django.core.paginator import Paginator
+
+    actions = OperatorAction.objects.select_related("user", "server", "task").order_by("-created_at", "-id")
+    if action := request.GET.get("action"):
+        actions = actions.filter(action=action)
+    current = Paginator(actions, 100).get_page(request.GET.get("page"))
+    return page(
+        request,
+        "tasksapp/audit.html",
+        {"page_obj": current, "choices": OperatorAction.Action.choices, "action": action or ""},
+        nav="audit",
+    )

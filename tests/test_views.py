@@ -1,0 +1,176 @@
+"""Pages and actions against a real database: login everywhere, roles enforced, CSRF on forms."""
+
+import contextlib
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser, Group, User
+from django.test import Client
+from django.urls import reverse
+
+from tasksapp import services
+from tasksapp.consumers import LiveConsumer
+from tasksapp.models import InputRequest, McpServer, RemoteTask
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def user_with(role: str) -> User:
+    user = User.objects.create_user(role, password="pw-for-tests-only")
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def client_for(role: str, *, csrf: bool = False) -> Client:
+    client = Client(enforce_csrf_checks=csrf)
+    client.force_login(user_with(role))
+    return client
+
+
+@pytest.fixture
+def task(demo_registered: McpServer) -> RemoteTask:
+    started = services.call_start(
+        server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None
+    )
+    assert started.task is not None
+    yield started.task
+    with contextlib.suppress(services.ServiceError):
+        services.task_cancel(task=started.task, user=None)
+
+
+def pages(task: RemoteTask) -> list[str]:
+    return [
+        reverse("tasks:overview"),
+        reverse("tasks:list"),
+        reverse("tasks:detail", args=[task.pk]),
+        reverse("tasks:inbox"),
+        reverse("tasks:servers"),
+        reverse("tasks:server-tools", args=[task.server_id]),
+        reverse("tasks:audit"),
+        reverse("tasks:raw", args=[task.pk]),
+    ]
+
+
+def actions(task: RemoteTask) -> list[str]:
+    return [
+        reverse("tasks:cancel", args=[task.pk]),
+        reverse("tasks:tool-run", args=[task.server_id, "echo"]),
+        reverse("tasks:server-add"),
+        reverse("tasks:server-edit", args=[task.server_id]),
+        reverse("tasks:server-refresh", args=[task.server_id]),
+    ]
+
+
+def test_every_page_and_action_needs_a_login(task: RemoteTask) -> None:
+    anonymous = Client()
+    for url in pages(task) + actions(task):
+        response = anonymous.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/login/"), url
+        assert anonymous.post(url).status_code == 302, url
+
+
+def test_a_viewer_reads_everything_but_may_not_act(task: RemoteTask) -> None:
+    viewer = client_for("viewer")
+    for url in pages(task):
+        assert viewer.get(url).status_code == 200, url
+    detail = viewer.get(reverse("tasks:detail", args=[task.pk])).content.decode()
+    assert "Cancel task" not in detail and "Run again" not in detail
+    for url in actions(task):
+        assert viewer.post(url, {"name": "x", "url": "http://127.0.0.1:9/mcp"}).status_code == 403, url
+    task.refresh_from_db()
+    assert task.cancel_requested_at is None
+
+
+def test_raw_json_hides_the_task_id_from_viewers(task: RemoteTask) -> None:
+    viewer = client_for("viewer").get(reverse("tasks:raw", args=[task.pk])).content.decode()
+    operator = client_for("operator").get(reverse("tasks:raw", args=[task.pk])).content.decode()
+    assert task.remote_id not in viewer and task.remote_id in operator
+    for role in ("viewer", "operator"):
+        assert task.remote_id not in Client().get(reverse("tasks:list")).content.decode()
+        del role
+
+
+def test_an_operator_cancels_with_confirmation(task: RemoteTask) -> None:
+    operator = client_for("operator")
+    confirm = operator.get(reverse("tasks:cancel", args=[task.pk]))
+    assert confirm.status_code == 200 and "Yes, cancel it" in confirm.content.decode()
+    task.refresh_from_db()
+    assert task.cancel_requested_at is None  # a GET changes nothing
+    response = operator.post(reverse("tasks:cancel", args=[task.pk]))
+    assert response.status_code == 302
+    task.refresh_from_db()
+    assert task.cancel_requested_at is not None
+
+
+def test_forms_refuse_a_post_without_the_csrf_token(task: RemoteTask) -> None:
+    operator = client_for("operator", csrf=True)
+    assert operator.post(reverse("tasks:cancel", args=[task.pk])).status_code == 403
+    task.refresh_from_db()
+    assert task.cancel_requested_at is None
+
+
+def test_running_a_tool_handles_the_three_outcomes(demo_registered: McpServer) -> None:
+    operator = client_for("operator")
+    immediate = operator.post(
+        reverse("tasks:tool-run", args=[demo_registered.pk, "echo"]), {"text": "hello there"}
+    )
+    assert immediate.status_code == 200 and "hello there" in immediate.content.decode()
+    task = operator.post(reverse("tasks:tool-run", args=[demo_registered.pk, "slow_count"]), {"n": "2"})
+    assert task.status_code == 302, task.content.decode()[-3000:]
+    assert "/tasks/" in task["Location"]
+    pending = operator.post(reverse("tasks:tool-run", args=[demo_registered.pk, "mrtr_then_task"]), {})
+    assert pending.status_code == 302, pending.content.decode()[-2500:]
+    assert "/calls/" in pending["Location"]
+    page = operator.get(pending["Location"]).content.decode()
+    assert "input needed before it can start" in page
+
+
+def test_the_task_list_filters_and_searches_by_exact_task_id(task: RemoteTask) -> None:
+    viewer = client_for("viewer")
+    by_id = viewer.get(reverse("tasks:list"), {"q": task.remote_id})
+    assert by_id.status_code == 302 and by_id["Location"] == reverse("tasks:detail", args=[task.pk])
+    by_message = viewer.get(reverse("tasks:list"), {"q": "run_forever"}).content.decode()
+    assert f"task-row-{task.pk}" in by_message and task.remote_id not in by_message
+    other = viewer.get(reverse("tasks:list"), {"status": "completed"}).content.decode()
+    assert f"task-row-{task.pk}" not in other
+
+
+async def test_the_websocket_refuses_anonymous_users() -> None:
+    communicator = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/?page=tasks")
+    communicator.scope["user"] = AnonymousUser()
+    connected, code = await communicator.connect()
+    assert not connected and code == 4403
+
+
+async def test_the_websocket_sends_the_changed_row_as_an_oob_swap(task: RemoteTask) -> None:
+    viewer = await sync_to_async(user_with)("viewer")
+    communicator = WebsocketCommunicator(LiveConsumer.as_asgi(), "/ws/live/?page=tasks")
+    communicator.scope["user"] = viewer
+    connected, _ = await communicator.connect()
+    assert connected
+    await sync_to_async(services.task_cancel)(task=task, user=None)
+    html = await communicator.receive_from(timeout=5)
+    assert f'id="task-row-{task.pk}"' in html and 'hx-swap-oob="true"' in html
+    assert "cancel requested" in html
+    await communicator.disconnect()
+
+
+def test_an_answer_someone_else_sent_is_not_sent_again(demo_registered: McpServer) -> None:
+    from tests.engine_helpers import run_worker_until
+
+    started = services.call_start(
+        server=demo_registered, tool="ask_form", arguments={"delay": 0.05}, user=None
+    )
+    assert started.task is not None
+    run_worker_until(lambda: InputRequest.objects.filter(state="open").exists())
+    request = InputRequest.objects.get()
+    url = reverse("tasks:answer", args=[request.pk])
+    first = client_for("operator").post(url, {"action": "decline", "next": "/inbox/"}, follow=True)
+    assert "Answer sent" in first.content.decode()
+    second_client = Client()
+    second_user = User.objects.create_user("second", password="pw-for-tests-only")
+    second_user.groups.add(Group.objects.get(name="operator"))
+    second_client.force_login(second_user)
+    second = second_client.post(url, {"action": "decline", "next": "/inbox/"}, follow=True).content.decode()
+    assert "already answered" in second and "nothing was sent" in second
