@@ -1,0 +1,46 @@
+"""Settings: safe local defaults, production settings that pass check --deploy, clear config errors."""
+
+import os
+import secrets
+import subprocess
+import sys
+
+from tests.peers.launch import ROOT
+
+PRODUCTION = {
+    "SECRET_KEY": secrets.token_urlsafe(50),
+    "DEBUG": "false",
+    "HTTPS": "true",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "ALLOWED_HOSTS": "dash.example.com",
+}
+
+
+def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
+    )
+
+
+def test_check_deploy_is_clean_with_production_settings() -> None:
+    run = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert run.returncode == 0, run.stderr
+    assert "no issues" in run.stdout
+
+
+def test_a_bad_setting_fails_at_start_naming_the_variable() -> None:
+    for env, word in (
+        ({"DEBUG": "maybe"}, "DEBUG"),
+        ({"MCP_LEASE_SECONDS": "soon"}, "MCP_LEASE_SECONDS"),
+        ({"SECRET_KEY": "short"}, "SECRET_KEY"),
+        ({"DATABASE_URL": "nonsense://x"}, "DATABASE_URL"),
+    ):
+        run = manage("check", **env)
+        assert run.returncode == 2, run.stderr[-500:]
+        assert run.stderr.startswith("configuration error:") and word in run.stderr
+        assert "Traceback" not in run.stderr
