@@ -28,10 +28,22 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if user is None or not await database_sync_to_async(can)(user, VIEW) or self.page not in PAGES:
             await self.close(code=4403)
             return
+        self.fresh = (params.get("fresh") or [""])[0] == "1"
+        self.known: set[int] = await database_sync_to_async(self._shown)()
         self.groups = self._groups()
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+
+    def _shown(self) -> set[int]:
+        """The task ids the page was rendered with: those are replaced in place, new ones added."""
+        if self.page == "inbox":
+            from tasksapp.views.inbox import open_requests
+
+            return {row.task_id for row in open_requests()}
+        if self.page == "tasks" and self.fresh:
+            return set(RemoteTask.objects.values_list("id", flat=True)[:50])
+        return set()
 
     def _groups(self) -> list[str]:
         if self.page == "task" and self.task_id is not None:
@@ -68,13 +80,25 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if task is None:
             return ""
         if self.page == "tasks":
-            return render_to_string("tasksapp/task_list.html#task-row", {"task": task, "oob": True})
+            return self._placed(
+                pk,
+                "tasksapp/task_list.html#task-row",
+                {"task": task},
+                "afterbegin:#task-rows",
+                add=self.fresh,
+            )
         if self.page == "inbox":
             rows = InputRequest.objects.filter(task=task, state="open").select_related("task__server")
             live = not task.is_terminal and not task.expired
             item = {"task": task, "inputs": [input_view(row) for row in rows] if live else []}
-            context = {"item": item, "oob": True, "request": _FakeRequest("/inbox/"), **roles_of(user)}
-            return render_to_string("tasksapp/inbox.html#inbox-task", context)
+            context = {"item": item, "request": _FakeRequest("/inbox/"), **roles_of(user)}
+            return self._placed(
+                pk,
+                "tasksapp/inbox.html#inbox-task",
+                context,
+                "beforeend:#inbox-items",
+                add=bool(item["inputs"]),
+            )
         if self.page == "task" and pk == self.task_id:
             context = {**task_context(task, user), "oob": True, "request": _FakeRequest(f"/tasks/{pk}/")}
             return "".join(
@@ -82,6 +106,21 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 for name in ("task-card", "task-inputs", "task-result", "task-timeline")
             )
         return ""
+
+    def _placed(self, pk: int, template: str, context: dict[str, Any], append: str, *, add: bool) -> str:
+        """Replace the element the page already shows, or add it where new ones go."""
+        if pk in self.known or (self.page == "tasks" and not self.fresh):
+            return render_to_string(template, {**context, "oob": True})  # absent ids are ignored by htmx
+        if not add:
+            return ""
+        self.known.add(pk)
+        fresh = render_to_string(template, {**context, "oob": False})
+        gone = '<p id="inbox-empty" hx-swap-oob="delete"></p>' if self.page == "inbox" else ""
+        return (
+            f'<template hx-swap-oob="{append}">{fresh}</template>{gone}'
+            if self.page == "tasks"
+            else (f'<div hx-swap-oob="{append}">{fresh}</div>{gone}')
+        )
 
     def _render_server(self, pk: int) -> str:
         user = self.scope["user"]

@@ -48,7 +48,9 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "servers": McpServer.objects.order_by("name").only("id", "name"),
         "query": query.urlencode(),
     }
-    return page(request, "tasksapp/task_list.html", context, nav="tasks", live={"page": "tasks"})
+    fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
+    live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}
+    return page(request, "tasksapp/task_list.html", context, nav="tasks", live=live)
 
 
 def _filtered(request: HttpRequest) -> tuple[RemoteTaskQuerySet, dict[str, str]]:
