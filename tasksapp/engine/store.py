@@ -64,9 +64,7 @@ def claim(worker: str, held: int) -> set[int]:
     """
     close_old_connections()
     now = timezone.now()
-    live = WorkerHeartbeat.objects.filter(stopped_at__isnull=True, last_beat_at__gte=now - lease_span())
-    workers = live.exclude(worker=worker).count() + 1
-    wanted = min(math.ceil(RemoteTask.objects.active().count() / workers) - held, CLAIM_BATCH)
+    wanted = min(fair_share(worker) - held, CLAIM_BATCH)
     if wanted <= 0:
         return set()
     with transaction.atomic():
@@ -81,6 +79,14 @@ def claim(worker: str, held: int) -> set[int]:
             leased_by=worker, lease_until=now + lease_span()
         )
     return set(RemoteTask.objects.filter(id__in=ids, leased_by=worker).values_list("id", flat=True))
+
+
+def fair_share(worker: str) -> int:
+    """Active tasks divided by the live workers (this one included), rounded up."""
+    since = timezone.now() - lease_span()
+    live = WorkerHeartbeat.objects.filter(stopped_at__isnull=True, last_beat_at__gte=since)
+    workers = live.exclude(worker=worker).count() + 1
+    return math.ceil(RemoteTask.objects.active().count() / workers)
 
 
 def renew(worker: str) -> set[int]:

@@ -53,14 +53,15 @@ class Worker:
         *,
         name: str | None = None,
         refresh_seconds: float = 1.0,
-        heartbeat_seconds: float = 5.0,
+        heartbeat_seconds: float | None = None,
         max_in_flight: int = 256,
         listen: bool = True,
         transport_factory: Callable[[], Any] | None = None,
     ) -> None:
         self.name = store.worker_name(name)
         self.refresh_seconds = refresh_seconds
-        self.heartbeat_seconds = heartbeat_seconds
+        # Beat well inside the lease window that others use to judge whether this worker is alive.
+        self.heartbeat_seconds = heartbeat_seconds or min(5.0, settings.MCP_LEASE_SECONDS / 3)
         self.listen = listen
         self.tasks: dict[int, TrackedTask] = {}
         self.servers: dict[int, ServerState] = {}
@@ -87,12 +88,23 @@ class Worker:
             held = await db(store.renew)(self.name)
             for pk in self.tasks.keys() - held:
                 self.forget(pk)
+            await self._shed_excess()
         while new := await db(store.claim)(self.name, len(self.tasks)):
             for task in await db(store.load_tasks)(new - self.tasks.keys()):
                 self.track(task)
             if len(new) < store.CLAIM_BATCH:
                 break
         self._update_listeners()
+
+    async def _shed_excess(self) -> None:
+        """Give back tasks beyond the fair share, so a worker started later gets its part."""
+        excess = len(self.tasks) - await db(store.fair_share)(self.name)
+        if excess <= 0:
+            return
+        spare = sorted((t for t in self.tasks.values() if not t.in_flight), key=lambda t: -t.due)[:excess]
+        for task in spare:
+            self.forget(task.pk)
+        await db(store.release)(self.name, [task.pk for task in spare])
 
     async def poll_due(self) -> int:
         """Start a poll for every task whose time has come; returns how many were started."""
