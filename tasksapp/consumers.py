@@ -1,9 +1,11 @@
 """One websocket per page. Thin and read-only: join the page's groups, re-read what changed,
 render the same partial the page rendered, and send it as an out-of-band swap."""
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
@@ -14,6 +16,7 @@ from tasksapp.permissions import VIEW, can, roles_of
 from tasksapp.views.present import input_view, task_context
 
 PAGES = {"overview", "tasks", "task", "inbox", "servers"}
+OVERVIEW_COALESCE_SECONDS = 1.0
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -56,6 +59,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         }.get(self.page, [])
 
     async def disconnect(self, code: int) -> None:
+        if (pending := getattr(self, "_overview_due", None)) is not None:
+            pending.cancel()
         for group in getattr(self, "groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -63,19 +68,37 @@ class LiveConsumer(AsyncWebsocketConsumer):
         """Nothing is accepted from the browser: actions are CSRF-protected POSTs."""
 
     async def task_changed(self, event: dict[str, Any]) -> None:
+        if self.page == "overview":
+            self._refresh_overview_soon()
+            return
         html = await database_sync_to_async(self._render_task)(int(event["id"]))
         if html:
             await self.send(text_data=html)
 
+    def _refresh_overview_soon(self) -> None:
+        """The overview aggregates every task: coalesce bursts of changes into one render a second."""
+        if getattr(self, "_overview_due", None) is None:
+            self._overview_due = asyncio.create_task(self._refresh_overview())
+
+    async def _refresh_overview(self) -> None:
+        try:
+            await asyncio.sleep(OVERVIEW_COALESCE_SECONDS)
+            # Its own thread: an expensive aggregate must not queue behind the worker's writes.
+            html = await sync_to_async(_overview, thread_sensitive=False)(self.scope["user"])
+            await self.send(text_data=html)
+        finally:
+            self._overview_due = None
+
     async def server_changed(self, event: dict[str, Any]) -> None:
+        if self.page == "overview":
+            self._refresh_overview_soon()
+            return
         html = await database_sync_to_async(self._render_server)(int(event["id"]))
         if html:
             await self.send(text_data=html)
 
     def _render_task(self, pk: int) -> str:
         user = self.scope["user"]
-        if self.page == "overview":
-            return _overview(user)
         task = RemoteTask.objects.select_related("server", "started_by").filter(pk=pk).first()
         if task is None:
             return ""
@@ -91,7 +114,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
             rows = InputRequest.objects.filter(task=task, state="open").select_related("task__server")
             live = not task.is_terminal and not task.expired
             item = {"task": task, "inputs": [input_view(row) for row in rows] if live else []}
-            context = {"item": item, "request": _FakeRequest("/inbox/"), **roles_of(user)}
+            context = {"item": item, "request": _FakeRequest("/inbox/"), **self._form_context(user)}
             return self._placed(
                 pk,
                 "tasksapp/inbox.html#inbox-task",
@@ -100,12 +123,22 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 add=bool(item["inputs"]),
             )
         if self.page == "task" and pk == self.task_id:
-            context = {**task_context(task, user), "oob": True, "request": _FakeRequest(f"/tasks/{pk}/")}
+            context = {
+                **task_context(task, user),
+                **self._form_context(user),
+                "oob": True,
+                "request": _FakeRequest(f"/tasks/{pk}/"),
+            }
             return "".join(
                 render_to_string(f"tasksapp/task_detail.html#{name}", context)
-                for name in ("task-card", "task-inputs", "task-result", "task-timeline")
+                for name in ("task-card", "task-inputs", "task-result", "task-timeline", "task-raw")
             )
         return ""
+
+    def _form_context(self, user: Any) -> dict[str, Any]:
+        """Forms sent over the socket need the CSRF token the page would have had (the cookie's
+        secret, which Django accepts as a form token)."""
+        return {**roles_of(user), "csrf_token": self.scope.get("cookies", {}).get("csrftoken", "")}
 
     def _placed(self, pk: int, template: str, context: dict[str, Any], append: str, *, add: bool) -> str:
         """Replace the element the page already shows, or add it where new ones go."""
@@ -113,9 +146,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
             return render_to_string(template, {**context, "oob": True})  # absent ids are ignored by htmx
         if not add:
             return ""
+        first = not self.known
         self.known.add(pk)
         fresh = render_to_string(template, {**context, "oob": False})
-        gone = '<p id="inbox-empty" hx-swap-oob="delete"></p>' if self.page == "inbox" else ""
+        gone = '<p id="inbox-empty" hx-swap-oob="delete"></p>' if self.page == "inbox" and first else ""
         return (
             f'<template hx-swap-oob="{append}">{fresh}</template>{gone}'
             if self.page == "tasks"
@@ -124,8 +158,6 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     def _render_server(self, pk: int) -> str:
         user = self.scope["user"]
-        if self.page == "overview":
-            return _overview(user)
         server = McpServer.objects.filter(pk=pk).first()
         if server is None or self.page != "servers":
             return ""

@@ -21,7 +21,8 @@ def task_group(task_id: int) -> str:
 def publish_task_changed(task_id: int, *, inbox: bool = False) -> None:
     """After the current transaction commits, tell every page showing this task to re-read it."""
     message = {"type": "task.changed", "id": task_id}
-    groups = [TASKS, task_group(task_id)] + ([INBOX] if inbox else [])
+    # The task's own page first: the aggregate pages are slower to render and can wait.
+    groups = [task_group(task_id), *([INBOX] if inbox else []), TASKS]
     transaction.on_commit(lambda: _send(groups, message))
 
 

@@ -132,9 +132,9 @@ class RemoteTask(models.Model):
     """One task on one server. `status` and friends are exactly what the server last said."""
 
     server = models.ForeignKey(McpServer, on_delete=models.PROTECT, related_name="tasks")
-    remote_id_hash = models.CharField(max_length=64, editable=False)
+    remote_id_hash = models.CharField(max_length=64, editable=False, db_index=True)
     remote_id_encrypted = models.TextField(editable=False)
-    tool_name = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200, db_index=True)
     arguments = models.JSONField(default=dict, blank=True)
 
     status = models.CharField(max_length=20, db_index=True)
@@ -154,7 +154,7 @@ class RemoteTask(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True, db_index=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     expired = models.BooleanField(default=False)
     expired_at = models.DateTimeField(null=True, blank=True)

@@ -26,7 +26,10 @@
     });
   }
   setInterval(tick, 1000);
-  document.addEventListener("DOMContentLoaded", tick);
+  document.addEventListener("DOMContentLoaded", function () {
+    tick();
+    if (document.body.dataset.live === "connecting") { setLive("connecting", "connecting…"); }
+  });
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-copy-target]");

@@ -95,10 +95,26 @@ def task_record_error(*, task: RemoteTask, error: str) -> None:
 
 
 def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
-    """Send tasks/cancel. The task shows 'cancel requested' until the server reports a terminal state."""
+    """Send tasks/cancel. The task shows 'cancel requested' until the server reports a terminal state.
+
+    The request is recorded before it is sent, so the timeline reads in the order things happened
+    even when the server confirms at once; a refused send takes the record back.
+    """
     task.refresh_from_db()
     if task.is_terminal or task.expired:
         raise NotAllowed(f"Task #{task.pk} has already finished ({task.display_status}); nothing to cancel.")
+    with transaction.atomic():
+        first = RemoteTask.objects.filter(pk=task.pk, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=timezone.now()
+        )
+        event = TaskEvent.objects.create(
+            task=task,
+            status=task.status,
+            status_message=task.status_message,
+            source="operator",
+            note=f"cancel requested by {user or 'the command line'}"[:500],
+        )
+        events.publish_task_changed(task.pk)
     remote_id = task.remote_id
 
     async def send(client: McpClient) -> None:
@@ -107,21 +123,15 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
     try:
         with_client(task.server, send)
     except McpError as exc:
-        audit(user, "cancel", task=task, ok=False, detail={"error": describe(exc)})
+        with transaction.atomic():
+            event.delete()
+            if first:
+                RemoteTask.objects.filter(pk=task.pk).update(cancel_requested_at=None)
+            audit(user, "cancel", task=task, ok=False, detail={"error": describe(exc)})
+            events.publish_task_changed(task.pk)
         raise RemoteFailed(f"Could not cancel: {describe(exc)}", cause=exc) from exc
     with transaction.atomic():
-        RemoteTask.objects.filter(pk=task.pk, cancel_requested_at__isnull=True).update(
-            cancel_requested_at=timezone.now()
-        )
-        TaskEvent.objects.create(
-            task=task,
-            status=task.status,
-            status_message=task.status_message,
-            source="operator",
-            note=f"cancel requested by {user}"[:500],
-        )
         audit(user, "cancel", task=task)
-        events.publish_task_changed(task.pk)
         events.nudge_workers(task.pk)
     task.refresh_from_db()
     return task

@@ -29,6 +29,7 @@ def task_context(task: RemoteTask, user: Any) -> dict[str, Any]:
         "structured": pretty(task.result.get("structuredContent")) if isinstance(task.result, dict) else None,
         "error_data": pretty(task.error.get("data")) if isinstance(task.error, dict) else None,
         "raw_json": pretty({**task.raw, "result": task.result, "error": task.error}),
+        "arguments_json": pretty(task.arguments),
         **roles_of(user),
     }
 

@@ -1,0 +1,320 @@
+"""Screenshots of the dashboard for the docs, taken from a real `manage.py demo` in Chromium.
+
+    .venv/bin/python bench/screenshots.py [--out docs/screenshots] [--keep]
+
+1. starts `manage.py demo` (Daphne + websockets, the worker, the reference MCP server, one
+   process) on free loopback ports with a fresh SQLite database in a temp dir;
+2. logs in as `demo` in Debian's Chromium (/usr/bin/chromium, never a downloaded browser);
+3. creates data the way people do: rich_result and ask_form from the tool-run form in the
+   browser, the rest with `manage.py call reference <tool>` subprocesses (three completed
+   slow_count, one running slow_count, fail_tool, fail_rpc, and a run_forever cancelled with
+   `manage.py tasks cancel`);
+4. waits (bounded) until the worker has settled every task;
+5. saves full-page PNGs, 1280 px wide: overview, task-list, task-detail (the completed
+   rich_result), task-running (the running slow_count and its timeline), elicitation-form (the
+   ask_form task page: every field type) and inbox;
+6. stops the demo with SIGINT and checks it said "stopped cleanly".
+
+`Demo` and `browser()` are reused by bench/ui.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import queue
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = str(ROOT / ".venv" / "bin" / "python")
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+READY = "Ctrl-C stops everything."
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Demo:
+    """`manage.py demo` in a subprocess, on free ports, with its own temp dir and SQLite file."""
+
+    def __init__(self, var_dir: Path | None = None) -> None:
+        self.var_dir = var_dir or Path(tempfile.mkdtemp(prefix="dash-demo-"))
+        self.port = free_port()
+        self.mcp_port = free_port()
+        while self.mcp_port == self.port:
+            self.mcp_port = free_port()
+        self.password = secrets.token_urlsafe(12)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DASHBOARD_VAR_DIR": str(self.var_dir),
+            "DATABASE_URL": f"sqlite:///{self.var_dir / 'db.sqlite3'}",
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.env.pop("REDIS_URL", None)  # the demo is the in-memory channel layer, one process
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+
+    def start(self, timeout: float = 90.0) -> None:
+        argv = [PYTHON, "manage.py", "demo", "--host", "127.0.0.1", "--port", str(self.port)]
+        argv += ["--mcp-port", str(self.mcp_port), "--password", self.password]
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            if READY in line:
+                self._wait_http(deadline)
+                return
+        self.stop()
+        raise RuntimeError("the demo did not start:\n" + "".join(self.output[-40:]))
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
+            self.lines.put(line)
+
+    def _wait_http(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 1):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the dashboard port never opened")
+
+    def manage(self, *args: str, timeout: float = 60.0) -> str:
+        done = subprocess.run(
+            [PYTHON, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if done.returncode:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        out = self.manage("call", "reference", tool, json.dumps(arguments or {}), "--json")
+        return dict(json.loads(out))
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """SIGINT, as Ctrl-C; True if it said 'stopped cleanly' and exited 0."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc is not None and self.proc.returncode == 0
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            return False
+        time.sleep(0.1)
+        return code == 0 and any("stopped cleanly" in line for line in self.output)
+
+    def setup_django(self) -> None:
+        """Point this process's Django at the demo's database (read-mostly: waits, task ids)."""
+        os.environ.update({k: self.env[k] for k in ("DASHBOARD_VAR_DIR", "DATABASE_URL")})
+        os.environ["DJANGO_SETTINGS_MODULE"] = "dashboard.settings"
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs a loop
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        import django
+
+        django.setup()
+
+
+@contextlib.contextmanager
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def login(page: Any, demo: Demo) -> None:
+    page.goto(f"{demo.url}/login/")
+    page.fill("#id_username", "demo")
+    page.fill("#id_password", demo.password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{demo.url}/", timeout=15000)
+
+
+def wait_live(page: Any, timeout_ms: int = 10000) -> None:
+    """The websocket is up (app.js sets body[data-live=up] on htmx:wsOpen)."""
+    page.wait_for_function("document.body.dataset.live === 'up'", timeout=timeout_ms)
+
+
+def run_from_form(page: Any, demo: Demo, server_pk: int, tool: str, fields: dict[str, str]) -> int:
+    """Start a tool from its form in the browser; returns the new task's pk (from the redirect)."""
+    page.goto(f"{demo.url}/servers/{server_pk}/tools/{tool}/run/")
+    for name, value in fields.items():
+        page.fill(f"#run-form [name={name}]", value)
+    page.click("#run-button")
+    page.wait_for_url("**/tasks/*/", timeout=15000)
+    return int(page.url.rstrip("/").rsplit("/", 1)[1])
+
+
+def wait_until(what: str, check: Any, timeout: float = 60.0, every: float = 0.25) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+def shoot(page: Any, path: Path) -> None:
+    page.wait_for_load_state("networkidle")
+    with contextlib.suppress(Exception):
+        wait_live(page, 5000)
+    page.evaluate("document.fonts.ready")
+    page.screenshot(path=str(path), full_page=True)
+    print(f"  {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (database) afterwards")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    demo = Demo()
+    print(f"demo: {demo.url} (MCP :{demo.mcp_port}), database in {demo.var_dir}")
+    demo.start()
+    clean = False
+    try:
+        demo.setup_django()
+        from django.db import close_old_connections
+
+        from tasksapp.models import InputRequest, McpServer, RemoteTask
+
+        def fresh() -> None:
+            close_old_connections()
+
+        server = McpServer.objects.get(name="reference")
+        print(f"reference server #{server.pk}: {len(server.tools)} tools")
+
+        # From the command line: three short counts, the failures, one long count, one cancelled.
+        for n in (3, 5, 8):
+            demo.call("slow_count", {"n": n, "delay": 0.2})
+        fail_tool = demo.call("fail_tool")["task"]["id"]
+        fail_rpc = demo.call("fail_rpc")["task"]["id"]
+        forever = demo.call("run_forever", {"delay": 0.5})["task"]["id"]
+
+        with browser() as chromium:
+            context = chromium.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+            page = context.new_page()
+            page.set_default_timeout(20000)
+            login(page, demo)
+            # From the browser: the rich result and the form elicitation (started_by = demo).
+            rich = run_from_form(page, demo, server.pk, "rich_result", {})
+            ask = run_from_form(page, demo, server.pk, "ask_form", {})
+            running = demo.call("slow_count", {"n": 600, "delay": 1.0})["task"]["id"]
+
+            def settled() -> bool:
+                fresh()
+                ticks = RemoteTask.objects.filter(pk=forever, events__status_message__startswith="tick 2")
+                return ticks.exists()
+
+            wait_until("run_forever to tick", settled, 30)
+            demo.manage("tasks", "cancel", str(forever))
+
+            def all_settled() -> bool:
+                fresh()
+                tasks = {t.pk: t for t in RemoteTask.objects.all()}
+                terminal = [pk for pk, t in tasks.items() if pk not in (running, ask)]
+                if not all(tasks[pk].is_terminal for pk in terminal):
+                    return False
+                asking = InputRequest.objects.filter(task_id=ask, state="open").exists()
+                counted = (
+                    tasks[running].status_message.startswith("counted ")
+                    and int(tasks[running].status_message.split()[1].split("/")[0]) >= 4
+                )
+                return asking and counted
+
+            wait_until("every task to settle", all_settled, 60)
+            fresh()
+            summary = {t.pk: (t.tool_name, t.display_status) for t in RemoteTask.objects.all()}
+            print(
+                "tasks:",
+                ", ".join(f"#{pk} {tool} {status}" for pk, (tool, status) in sorted(summary.items())),
+            )
+            assert summary[fail_tool][1] == "completed with tool error", summary[fail_tool]
+            assert summary[fail_rpc][1] == "failed", summary[fail_rpc]
+            assert summary[rich][1] == "completed", summary[rich]
+
+            print("screenshots:")
+            page.goto(f"{demo.url}/")
+            shoot(page, out / "overview.png")
+            page.goto(f"{demo.url}/tasks/")
+            shoot(page, out / "task-list.png")
+            page.goto(f"{demo.url}/tasks/{rich}/")
+            shoot(page, out / "task-detail.png")
+            page.goto(f"{demo.url}/tasks/{running}/")
+            shoot(page, out / "task-running.png")
+            page.goto(f"{demo.url}/tasks/{ask}/")
+            page.wait_for_selector("#task-inputs form.answer-form")
+            shoot(page, out / "elicitation-form.png")
+            page.goto(f"{demo.url}/inbox/")
+            page.wait_for_selector(".input-request")
+            shoot(page, out / "inbox.png")
+            context.close()
+    finally:
+        clean = demo.stop()
+        print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'}")
+        if not clean:
+            print("".join(demo.output[-30:]))
+        if not args.keep:
+            shutil.rmtree(demo.var_dir, ignore_errors=True)
+    return 0 if clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
