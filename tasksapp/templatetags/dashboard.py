@@ -16,3 +16,13 @@ def elapsed(start: datetime | None, end: datetime | None) -> str:
     if hours:
         return f"{hours}h {minutes}m"
     return f"{minutes}m {seconds}s" if minutes else f"{seconds}s"
+
+
+@register.filter
+def ago(moment: datetime | None) -> str:
+    """'12s ago', '3m 4s ago', '2h 5m ago': precise where Django's timesince says '0 minutes'."""
+    from django.utils import timezone
+
+    if moment is None:
+        return "never"
+    return f"{elapsed(moment, timezone.now())} ago"
