@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tasksapp import services
+from tasksapp.mcpclient.wire import parse_header_lines
 from tasksapp.models import (
     InputRequest,
     McpServer,
@@ -52,13 +53,10 @@ class McpServerForm(forms.ModelForm):  # type: ignore[type-arg]
             return None
         if text == "-":
             return {}
-        headers = {}
-        for line in text.splitlines():
-            name, sep, value = line.partition(":")
-            if not sep or not name.strip():
-                raise forms.ValidationError(f"{line!r} is not 'Name: value'.")
-            headers[name.strip()] = value.strip()
-        return headers
+        try:
+            return parse_header_lines(text.splitlines())
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 @admin.register(McpServer)

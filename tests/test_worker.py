@@ -222,7 +222,7 @@ def test_push_lands_in_the_mirror_and_polls_fall(
 
 def test_a_server_without_listen_is_simply_polled(fastmcp_registered: McpServer) -> None:
     task = services.call_start(
-        server=fastmcp_registered, tool="slow_count", arguments={"n": 2, "delay": 0.2}, user=None
+        server=fastmcp_registered, tool="slow_count", arguments={"n": 10, "delay": 0.3}, user=None
     ).task
     assert task is not None
     run_worker_until(

@@ -22,7 +22,7 @@ from tasksapp.mcpclient.types import (
     TaskCreated,
     ToolResult,
 )
-from tasksapp.mcpclient.wire import InputKinds
+from tasksapp.mcpclient.wire import InputKinds, parse_header_lines, parse_json_object
 
 EXIT_OK, EXIT_TRANSPORT, EXIT_RPC, EXIT_INPUT = 0, 1, 2, 3
 DEFAULT_POLL_MS = 1000
@@ -32,8 +32,11 @@ MIN_POLL_MS = 50
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        headers = _parse_headers(args.header)
-        json_args = [_parse_json(name, getattr(args, name, None)) for name in ("arguments", "responses")]
+        headers = parse_header_lines(args.header)
+        json_args = [
+            parse_json_object(text, name.upper()) if (text := getattr(args, name, None)) is not None else None
+            for name in ("arguments", "responses")
+        ]
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_RPC
@@ -144,28 +147,6 @@ def _emit(obj: Any) -> None:
 
 def _fail(error: dict[str, Any]) -> None:
     print(json.dumps({"error": error}, ensure_ascii=False), file=sys.stderr, flush=True)
-
-
-def _parse_headers(values: list[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for value in values:
-        name, sep, content = value.partition(":")
-        if not sep or not name.strip():
-            raise ValueError(f"--header {value!r} is not 'Name: value'")
-        headers[name.strip()] = content.strip()
-    return headers
-
-
-def _parse_json(name: str, text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{name.upper()} is not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{name.upper()} must be a JSON object")
-    return value
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,8 +1,9 @@
 """Byte-level pieces of Streamable HTTP: header values, the request envelope, and SSE framing."""
 
 import base64
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,30 @@ class InputKinds:
 
 
 ALL_INPUT_KINDS = InputKinds(elicitation_form=True, elicitation_url=True, sampling=True, roots=True)
+
+
+def parse_header_lines(lines: Iterable[str]) -> dict[str, str]:
+    """'Name: value' lines (blank lines skipped) as headers; ValueError names a malformed line."""
+    headers: dict[str, str] = {}
+    for line in lines:
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not _TOKEN.match(name.strip()):
+            raise ValueError(f"{line[:80]!r} is not 'Name: value'")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def parse_json_object(text: str, what: str) -> dict[str, Any]:
+    """A JSON object typed by a person; ValueError says what is wrong with it."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{what} is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f'{what} must be a JSON object, like {{"key": "value"}}')
+    return value
 
 
 def envelope(capabilities: dict[str, Any], client_info: dict[str, Any]) -> dict[str, Any]:

@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from tasksapp import crypto, events
 from tasksapp.mcpclient import McpClient, McpError
-from tasksapp.models import InputRequest, RemoteTask, TaskEvent
+from tasksapp.models import InputRequest, RemoteTask
 from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+from tasksapp.services.tasks import task_note
 
 
 def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: Any) -> InputRequest:
@@ -37,13 +38,8 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
         raise RemoteFailed(f"The answer was not delivered: {describe(exc)}", cause=exc) from exc
     with transaction.atomic():
         InputRequest.objects.filter(pk=request.pk).update(state="answered", sent_at=timezone.now())
-        TaskEvent.objects.create(
-            task=task,
-            status=task.status,
-            status_message=task.status_message,
-            source="operator",
-            note=f"{user} {'declined' if action == 'decline' else 'answered'} {request.method}"[:500],
-        )
+        verb = "declined" if action == "decline" else "answered"
+        task_note(task=task, source="operator", note=f"{user or 'the command line'} {verb} {request.method}")
         audit(user, action, task=task, detail={"method": request.method, "action": response.get("action")})
         events.publish_task_changed(task.pk, inbox=True)
         events.nudge_workers(task.pk)

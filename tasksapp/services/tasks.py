@@ -75,13 +75,7 @@ def task_mark_expired(*, task: RemoteTask, reason: str) -> bool:
         task.last_error = reason
         task.save(update_fields=["expired", "expired_at", "last_error"])
         _close_open_inputs(task)
-        TaskEvent.objects.create(
-            task=task,
-            status=task.status,
-            status_message=task.status_message,
-            source="local",
-            note=f"expired: {reason}"[:500],
-        )
+        task_note(task=task, source="local", note=f"expired: {reason}")
         events.publish_task_changed(task.pk, inbox=True)
     return True
 
@@ -107,12 +101,8 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
         first = RemoteTask.objects.filter(pk=task.pk, cancel_requested_at__isnull=True).update(
             cancel_requested_at=timezone.now()
         )
-        event = TaskEvent.objects.create(
-            task=task,
-            status=task.status,
-            status_message=task.status_message,
-            source="operator",
-            note=f"cancel requested by {user or 'the command line'}"[:500],
+        event = task_note(
+            task=task, source="operator", note=f"cancel requested by {user or 'the command line'}"
         )
         events.publish_task_changed(task.pk)
     remote_id = task.remote_id
@@ -135,6 +125,13 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
         events.nudge_workers(task.pk)
     task.refresh_from_db()
     return task
+
+
+def task_note(*, task: RemoteTask, source: str, note: str) -> TaskEvent:
+    """A timeline entry for something the dashboard or an operator did; the status stays the server's."""
+    return TaskEvent.objects.create(
+        task=task, status=task.status, status_message=task.status_message, source=source, note=note[:500]
+    )
 
 
 # --- helpers ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 
 from tasksapp import services
+from tasksapp.mcpclient.wire import parse_header_lines
 from tasksapp.models import McpServer, OperatorAction
 from tasksapp.permissions import MANAGE_SERVERS, VIEW, require
 from tasksapp.views.common import page
@@ -29,15 +30,10 @@ class ServerForm(forms.Form):
         return url
 
     def clean_headers(self) -> dict[str, str]:
-        headers = {}
-        for line in self.cleaned_data["headers"].splitlines():
-            if not line.strip():
-                continue
-            name, sep, value = line.partition(":")
-            if not sep or not name.strip():
-                raise forms.ValidationError(f"{line[:60]!r} is not 'Name: value'.")
-            headers[name.strip()] = value.strip()
-        return headers
+        try:
+            return parse_header_lines(self.cleaned_data["headers"].splitlines())
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 class ServerEditForm(ServerForm):

@@ -1,11 +1,11 @@
-"""What the operator commands share: --json output and one-line errors."""
+"""What the operator commands share: --json output, and input parsed into one-line errors."""
 
 import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tasksapp.services import ServiceError
+from tasksapp.mcpclient.wire import parse_header_lines, parse_json_object
 
 
 class JsonCommand(BaseCommand):
@@ -19,27 +19,15 @@ class JsonCommand(BaseCommand):
             self.stdout.write(text)
 
 
-def parse_json_object(text: str | None, what: str) -> dict[str, Any]:
-    if text is None:
-        return {}
+def json_argument(text: str | None, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        return parse_json_object(text, what) if text is not None else {}
     except ValueError as exc:
-        raise CommandError(f"{what} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise CommandError(f'{what} must be a JSON object, like {{"key": "value"}}')
-    return value
+        raise CommandError(str(exc)) from None
 
 
-def parse_headers(values: list[str]) -> dict[str, str]:
-    headers = {}
-    for value in values:
-        name, sep, content = value.partition(":")
-        if not sep or not name.strip():
-            raise CommandError(f"--header {value!r} is not 'Name: value'")
-        headers[name.strip()] = content.strip()
-    return headers
-
-
-def service_error(exc: ServiceError) -> CommandError:
-    return CommandError(str(exc))
+def header_arguments(values: list[str]) -> dict[str, str]:
+    try:
+        return parse_header_lines(values)
+    except ValueError as exc:
+        raise CommandError(f"--header {exc}") from None

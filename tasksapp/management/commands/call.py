@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from tasksapp import services
-from tasksapp.management.commands._base import JsonCommand, parse_json_object
+from tasksapp.management.commands._base import JsonCommand, json_argument
 from tasksapp.models import McpServer
 from tasksapp.serializers import pending_json, task_json
 
@@ -21,7 +21,7 @@ class Command(JsonCommand):
         server = McpServer.objects.filter(name=options["server"]).first()
         if server is None:
             raise CommandError(f"no server named {options['server']!r}; see `manage.py servers list`")
-        arguments = parse_json_object(options["arguments"], "ARGUMENTS_JSON")
+        arguments = json_argument(options["arguments"], "ARGUMENTS_JSON")
         try:
             started = services.call_start(server=server, tool=options["tool"], arguments=arguments, user=None)
         except services.ServiceError as exc:

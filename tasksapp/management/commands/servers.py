@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from tasksapp import services
-from tasksapp.management.commands._base import JsonCommand, parse_headers
+from tasksapp.management.commands._base import JsonCommand, header_arguments
 from tasksapp.models import McpServer
 from tasksapp.serializers import server_json
 
@@ -28,7 +28,7 @@ class Command(JsonCommand):
                 server = services.server_create(
                     name=options["name"],
                     url=options["url"],
-                    headers=parse_headers(options["header"]),
+                    headers=header_arguments(options["header"]),
                     user=None,
                 )
             except services.ServiceError as exc:

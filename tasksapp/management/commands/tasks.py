@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from tasksapp import services
-from tasksapp.management.commands._base import JsonCommand, parse_json_object
+from tasksapp.management.commands._base import JsonCommand, json_argument
 from tasksapp.models import RemoteTask
 from tasksapp.serializers import task_json, task_row_json
 
@@ -38,7 +38,7 @@ class Command(JsonCommand):
             raise CommandError(f"no task #{options['id']}")
         try:
             if verb == "answer":
-                response = parse_json_object(options["response"], "RESPONSE_JSON")
+                response = json_argument(options["response"], "RESPONSE_JSON")
                 services.task_answer(task=task, key=options["key"], response=response, user=None)
             elif verb == "cancel":
                 services.task_cancel(task=task, user=None)
