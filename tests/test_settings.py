@@ -17,12 +17,14 @@ PRODUCTION = {
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    # The browser tests allow async-unsafe calls in this process; a deployment would not.
+    base = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={**os.environ, **env},
+        env={**base, **env},
         timeout=60,
     )
 
