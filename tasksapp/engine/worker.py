@@ -153,12 +153,30 @@ class Worker:
             await self.drain()
             await self.shutdown()
             return
-        nudges = asyncio.create_task(self._follow_nudges())
-        next_refresh = next_beat = time.monotonic()
+        chores = [asyncio.create_task(self._follow_nudges()), asyncio.create_task(self._housekeeping())]
         try:
             while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 await self.poll_due()
                 now = time.monotonic()
+                wake_at = self._queue[0][0] if self._queue else now + 1
+                if deadline is not None:
+                    wake_at = min(wake_at, deadline)
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), max(0.0, wake_at - time.monotonic()))
+        finally:
+            for chore in chores:
+                chore.cancel()
+            await asyncio.gather(*chores, return_exceptions=True)
+            await self.shutdown()
+
+    async def _housekeeping(self) -> None:
+        """Leases, heartbeats and stuck answers, beside the poll loop: a slow database statement
+        (renewing 10,000 leases) must never hold back a poll that is due."""
+        next_beat = next_refresh = 0.0
+        while True:
+            now = time.monotonic()
+            try:
                 if now >= next_beat:
                     next_beat = now + self.heartbeat_seconds
                     await self.beat()
@@ -166,15 +184,9 @@ class Worker:
                 if now >= next_refresh:
                     next_refresh = now + self.refresh_seconds
                     await self.refresh()
-                wake_at = min(self._queue[0][0] if self._queue else now + 1, next_refresh, next_beat)
-                if deadline is not None:
-                    wake_at = min(wake_at, deadline)
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), max(0.0, wake_at - time.monotonic()))
-        finally:
-            nudges.cancel()
-            await self.shutdown()
+            except Exception:  # the loop boundary: a database hiccup must not stop the worker
+                log.exception("worker %s: housekeeping failed; retrying", self.name)
+            await asyncio.sleep(max(0.05, min(next_beat, next_refresh) - time.monotonic()))
 
     def stop(self) -> None:
         self._stop.set()
@@ -208,9 +220,10 @@ class Worker:
 
     def schedule(self, task: TrackedTask, delay: float) -> None:
         task.due = time.monotonic() + delay
+        sooner = not self._queue or task.due < self._queue[0][0]
         heapq.heappush(self._queue, (task.due, next(self._seq), task.pk))
-        if delay <= 0:
-            self._wake.set()
+        if sooner:
+            self._wake.set()  # the loop sleeps until the earliest due time it knew of
 
     async def apply(self, task: TrackedTask, snapshot: DetailedTask, source: str) -> None:
         """Write a snapshot through the service only when its fingerprint moved; never per poll."""
