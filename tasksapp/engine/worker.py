@@ -7,9 +7,10 @@ import itertools
 import logging
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -40,11 +41,10 @@ class WorkerStats:
     pushes: int = 0
     changes: int = 0
     errors: int = 0
-    lags: list[float] = field(default_factory=list)
+    lags: deque[float] = field(default_factory=lambda: deque(maxlen=LAG_SAMPLES))  # the latest lags
 
     def record_lag(self, seconds: float) -> None:
-        if len(self.lags) < LAG_SAMPLES:
-            self.lags.append(seconds)
+        self.lags.append(seconds)
 
 
 class Worker:
@@ -70,7 +70,7 @@ class Worker:
         self._transport_factory = transport_factory
         self._queue: list[tuple[float, int, int]] = []
         self._seq = itertools.count()
-        self._limit = asyncio.Semaphore(max_in_flight)
+        self.max_in_flight = max_in_flight
         self._in_flight: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._wake = asyncio.Event()
@@ -110,7 +110,7 @@ class Worker:
         """Start a poll for every task whose time has come; returns how many were started."""
         now = time.monotonic()
         started = 0
-        while self._queue and self._queue[0][0] <= now:
+        while self._queue and self._queue[0][0] <= now and len(self._in_flight) < self.max_in_flight:
             due, _, pk = heapq.heappop(self._queue)
             task = self.tasks.get(pk)
             if task is None or task.due != due or task.in_flight:
@@ -211,7 +211,8 @@ class Worker:
             return
         self.tasks[task.pk] = task
         server.remote_to_pk[task.remote_id] = task.pk
-        self.schedule(task, 0.0)
+        # Spread freshly claimed tasks over a short window rather than one burst of N polls.
+        self.schedule(task, random.uniform(0, min(poll_delay(task.poll_interval_ms, covered=False), 5.0)))
 
     def forget(self, pk: int) -> None:
         task = self.tasks.pop(pk, None)
@@ -255,25 +256,26 @@ class Worker:
     # --- one poll -------------------------------------------------------------------------
 
     async def _poll(self, task: TrackedTask, server: ServerState, due: float) -> None:
-        async with self._limit:
-            self.stats.record_lag(time.monotonic() - due)
-            try:
-                snapshot = await server.client.get_task(task.remote_id)
-                self.stats.polls += 1
-                await self._server_ok(server)
-                await self.apply(task, snapshot, "poll")
-            except ProtocolError as exc:
-                await self._task_failed(task, exc)
-            except TransportError as exc:
-                await self._server_failed(server, task, exc)
-            except McpError as exc:
-                await self._task_failed(task, exc)
-            except Exception:  # the loop boundary: log with the task and server, keep going
-                log.exception("polling task #%s on %s failed", task.pk, server.name)
-                self.stats.errors += 1
-                self.schedule(task, backoff_delay(task.errors + 1))
-            finally:
-                task.in_flight = False
+        self.stats.record_lag(time.monotonic() - due)
+        try:
+            snapshot = await server.client.get_task(task.remote_id)
+            self.stats.polls += 1
+            await self._server_ok(server)
+            await self.apply(task, snapshot, "poll")
+        except ProtocolError as exc:
+            await self._task_failed(task, exc)
+        except TransportError as exc:
+            await self._server_failed(server, task, exc)
+        except McpError as exc:
+            await self._task_failed(task, exc)
+        except Exception:  # the loop boundary: log with the task and server, keep going
+            log.exception("polling task #%s on %s failed", task.pk, server.name)
+            self.stats.errors += 1
+            self.schedule(task, backoff_delay(task.errors + 1))
+        finally:
+            task.in_flight = False
+            if len(self._in_flight) >= self.max_in_flight:
+                self._wake.set()  # a slot frees up for polls that are already due
 
     async def _task_failed(self, task: TrackedTask, exc: McpError) -> None:
         self.stats.errors += 1
@@ -293,7 +295,7 @@ class Worker:
             delay = backoff_delay(server.failures, exc.retry_after)
             server.backoff_until = now + delay
             log.warning("server %s failing (%s); backing off %.1f s", server.name, exc, delay)
-            until = timezone.now() + timezone.timedelta(seconds=delay)
+            until = timezone.now() + timedelta(seconds=delay)
             await db(services.server_record_failure)(
                 server_id=server.server_id, error=str(exc), failures=server.failures, backoff_until=until
             )
@@ -409,5 +411,5 @@ def _deadline(snapshot: DetailedTask) -> float | None:
     except ValueError:
         return None
     if created.tzinfo is None:
-        created = created.replace(tzinfo=timezone.UTC)
+        created = created.replace(tzinfo=UTC)
     return created.timestamp() + (snapshot.ttl_ms or 0) / 1000

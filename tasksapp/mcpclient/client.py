@@ -126,6 +126,7 @@ class McpClient:
         self._capabilities = input_kinds.capabilities()
         if not declare_tasks:
             del self._capabilities["extensions"]
+        self._meta_json = json.dumps(envelope(self._capabilities, self._client_info), separators=(",", ":"))
         routing = {"mcp-protocol-version", "mcp-method", "mcp-name", "content-type", "accept"}
         if clash := routing & {name.lower() for name in headers or {}}:
             raise ValueError(f"extra headers may not set {', '.join(sorted(clash))}: the client owns them")
@@ -328,12 +329,22 @@ class McpClient:
             ) from exc
 
     def _body(self, request_id: int | str, method: str, params: JsonObject) -> bytes:
-        meta = envelope(self._capabilities, self._client_info)
         own_meta = params.get("_meta")
         if isinstance(own_meta, dict):
-            meta = {**own_meta, **meta}
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": meta}}
-        return json.dumps(message, separators=(",", ":")).encode()
+            meta = {**own_meta, **envelope(self._capabilities, self._client_info)}
+            message = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": method,
+                "params": {**params, "_meta": meta},
+            }
+            return json.dumps(message, separators=(",", ":")).encode()
+        # The envelope is the same on every request: splice its pre-serialised JSON in (hot path).
+        head = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, separators=(",", ":")
+        )
+        joiner = "," if params else ""
+        return f'{head[:-2]}{joiner}"_meta":{self._meta_json}}}}}'.encode()
 
     def _headers(self, method: str, params: JsonObject) -> dict[str, str]:
         headers = {**self._fixed_headers, "MCP-Protocol-Version": PROTOCOL_VERSION, "Mcp-Method": method}

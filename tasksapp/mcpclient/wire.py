@@ -26,7 +26,7 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 def encode_header_value(value: str) -> str:
     """§2.3: plain when visible ASCII without edge whitespace, else =?base64?…?=."""
-    safe = all(0x20 <= ord(c) <= 0x7E for c in value) and value == value.strip()
+    safe = value.isascii() and value.isprintable() and value == value.strip()
     looks_encoded = value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END)
     if safe and not looks_encoded:
         return value

@@ -1,5 +1,6 @@
 """Answering what servers ask: a task's inputRequests (tasks/update) and MRTR rounds (PendingCall)."""
 
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -49,7 +50,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
 
 def input_resend_stuck(*, older_than_seconds: float) -> int:
     """Re-send answers whose sender died between claiming and sending (tasks/update is idempotent)."""
-    cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     resent = 0
     for request in InputRequest.objects.filter(state="sending", answered_at__lt=cutoff).select_related(
         "task__server"

@@ -1,6 +1,6 @@
 """Writing the task mirror: creating tasks, applying what a server said, expiry, cancel."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
@@ -21,6 +21,24 @@ from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, 
 MAX_STATUS_MESSAGE = 4000
 Fingerprint = tuple[str, str, int | None, int | None, tuple[str, ...]]
 _SECRET_KEYS = ("taskId", "inputRequests", "result", "error")
+_SNAPSHOT_FIELDS = [
+    "status",
+    "status_message",
+    "created_at_raw",
+    "updated_at_raw",
+    "remote_created_at",
+    "remote_updated_at",
+    "ttl_ms",
+    "poll_interval_ms",
+    "raw",
+    "last_seen_at",
+    "last_seen_via",
+    "result",
+    "is_tool_error",
+    "error",
+    "finished_at",
+    "last_error",
+]
 
 
 def task_create(
@@ -55,8 +73,10 @@ def task_apply_snapshot(*, task: RemoteTask, snapshot: DetailedTask, source: str
         inputs_before = task.status == "input_required"
         _copy_snapshot(task, snapshot, source)
         task.last_error = ""
-        task.save()
-        inputs_changed = _sync_input_requests(task, snapshot)
+        task.save(update_fields=_SNAPSHOT_FIELDS)
+        inputs_changed = (inputs_before or snapshot.status == "input_required") and _sync_input_requests(
+            task, snapshot
+        )
         if status_changed:
             _record_event(task, source)
         events.publish_task_changed(
@@ -237,4 +257,4 @@ def _parse_time(value: str) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.UTC)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

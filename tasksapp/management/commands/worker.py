@@ -1,4 +1,5 @@
 import asyncio
+import gc
 import signal
 from typing import Any
 
@@ -17,6 +18,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-listen", action="store_true", help="poll only; open no listen streams")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Django, the client and the settings are long-lived: keep them out of every collection.
+        gc.collect()
+        gc.freeze()
         asyncio.run(self._run(options))
 
     async def _run(self, options: dict[str, Any]) -> None:
