@@ -90,7 +90,7 @@ NO_INPUT_KINDS = InputKinds()
 def default_transport() -> httpx.AsyncBaseTransport:
     """httpx's API on aiohttp's connection pool: the cheapest per request of those measured.
 
-    bench/transport.py holds the measurement (docs/benchmarks.md has the figures).
+    bench/transport.py holds the measurement (docs/benchmarks-transport.md has the figures).
     """
     from httpx_aiohttp import AiohttpTransport
 
