@@ -77,6 +77,8 @@ class ListenSupervisor:
             return
         except McpError as exc:
             log.info("listen stream to %s ended: %s", self.server.name, exc)
+        except Exception:  # the loop boundary: a failed write must not end push for this server
+            log.exception("listen stream to %s failed; reconnecting", self.server.name)
         self.connected = False
         self._uncover(ids)
         short_lived = not acked_at or time.monotonic() - acked_at < 5
