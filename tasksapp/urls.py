@@ -19,6 +19,6 @@ urlpatterns = [
     path("servers/<int:pk>/edit/", servers.server_edit, name="server-edit"),
     path("servers/<int:pk>/refresh/", servers.server_refresh, name="server-refresh"),
     path("servers/<int:pk>/tools/", servers.server_tools, name="server-tools"),
-    path("servers/<int:pk>/tools/<str:name>/run/", tools.tool_run, name="tool-run"),
+    path("servers/<int:pk>/tools/<path:name>/run/", tools.tool_run, name="tool-run"),
     path("audit/", servers.audit_log, name="audit"),
 ]

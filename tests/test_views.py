@@ -174,3 +174,15 @@ def test_an_answer_someone_else_sent_is_not_sent_again(demo_registered: McpServe
     second_client.force_login(second_user)
     second = second_client.post(url, {"action": "decline", "next": "/inbox/"}, follow=True).content.decode()
     assert "already answered" in second and "nothing was sent" in second
+
+
+def test_odd_tool_names_from_a_server_still_get_working_run_links(demo_registered: McpServer) -> None:
+    McpServer.objects.filter(pk=demo_registered.pk).update(
+        tools=[{"name": "ns/tool?x#y", "inputSchema": {"type": "object"}}, {"title": "no name"}, "junk"]
+    )
+    operator = client_for("operator")
+    page = operator.get(reverse("tasks:server-tools", args=[demo_registered.pk]))
+    assert page.status_code == 200
+    link = reverse("tasks:tool-run", args=[demo_registered.pk, "ns/tool?x#y"])
+    assert link in page.content.decode().replace("&amp;", "&")
+    assert operator.get(link).status_code == 200

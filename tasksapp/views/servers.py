@@ -126,7 +126,12 @@ def server_refresh(request: HttpRequest, pk: int) -> HttpResponse:
 @require(VIEW)
 def server_tools(request: HttpRequest, pk: int) -> HttpResponse:
     server = get_object_or_404(McpServer, pk=pk)
-    tools = [tool for tool in server.tools if isinstance(tool, dict)]
+    # Stored tools were parsed on discovery, but a row may predate that: show only named ones.
+    tools = [
+        tool
+        for tool in server.tools
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
+    ]
     return page(request, "tasksapp/server_tools.html", {"server": server, "tools": tools}, nav="servers")
 
 
