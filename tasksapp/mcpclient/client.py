@@ -83,6 +83,7 @@ class Timeouts:
     listen_idle: float = 60.0
 
 
+RequestHeaders = dict[str, str] | list[tuple[bytes, bytes]]
 DEFAULT_TIMEOUTS = Timeouts()
 NO_INPUT_KINDS = InputKinds()
 
@@ -92,9 +93,9 @@ def default_transport() -> httpx.AsyncBaseTransport:
 
     bench/transport.py holds the measurement (docs/benchmarks-transport.md has the figures).
     """
-    from httpx_aiohttp import AiohttpTransport
+    from tasksapp.mcpclient.transport import AiohttpTransport
 
-    return AiohttpTransport(limits=httpx.Limits(max_connections=200, max_keepalive_connections=200))
+    return AiohttpTransport(max_connections=200)
 
 
 class McpClient:
@@ -147,6 +148,7 @@ class McpClient:
         self._ids = itertools.count(1)
         self._param_headers: dict[str, dict[str, str]] = {}
         self._legacy_headers: dict[str, str] | None = None
+        self._method_headers: dict[str, list[tuple[bytes, bytes]]] = {}
 
     async def __aenter__(self) -> "McpClient":
         return self
@@ -282,7 +284,10 @@ class McpClient:
         request_id = next(self._ids)
         headers = self._headers(method, params)
         if extra_headers:
-            headers.update(extra_headers)
+            headers = [
+                *headers,
+                *((k.encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()),
+            ]
         body = self._body(request_id, method, params)
         result, _ = await self._exchange(method, request_id, body, headers, total)
         return result
@@ -292,7 +297,7 @@ class McpClient:
         method: str,
         request_id: int,
         body: bytes,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         total: float | None,
     ) -> tuple[JsonObject, httpx.Headers]:
         deadline = total or self.timeouts.request
@@ -309,7 +314,7 @@ class McpClient:
             raise _broken(method, exc) from exc
 
     async def _open(
-        self, body: bytes, headers: dict[str, str], timeouts: httpx.Timeout | None
+        self, body: bytes, headers: RequestHeaders, timeouts: httpx.Timeout | None
     ) -> httpx.Response:
         try:
             timeout = timeouts.as_dict() if timeouts is not None else self._timeout
@@ -346,38 +351,44 @@ class McpClient:
         joiner = "," if params else ""
         return f'{head[:-2]}{joiner}"_meta":{self._meta_json}}}}}'.encode()
 
-    def _headers(self, method: str, params: JsonObject) -> dict[str, str]:
-        headers = {**self._fixed_headers, "MCP-Protocol-Version": PROTOCOL_VERSION, "Mcp-Method": method}
+    def _headers(self, method: str, params: JsonObject) -> list[tuple[bytes, bytes]]:
+        """The request headers as bytes pairs, built once per method (httpx re-checks str ones)."""
+        base = self._method_headers.get(method)
+        if base is None:
+            fixed = {**self._fixed_headers, "MCP-Protocol-Version": PROTOCOL_VERSION, "Mcp-Method": method}
+            base = self._method_headers[method] = [
+                (k.encode("latin-1"), v.encode("latin-1")) for k, v in fixed.items()
+            ]
         name = name_header(method, params)
-        if name is not None:
-            headers["Mcp-Name"] = name
-        return headers
+        return base if name is None else [*base, (b"Mcp-Name", name.encode("ascii"))]
 
     # --- reading answers ------------------------------------------------------------------
 
     async def _read_answer(self, method: str, request_id: int, response: httpx.Response) -> JsonObject:
-        if _is_sse(response) and response.is_success:
+        head = _Head.of(response)
+        if head.ctype == "text/event-stream" and response.is_success:
             return await self._read_sse_answer(method, request_id, response)
-        body = await self._read_capped(response)
-        message = _json_or_none(body) if _is_json(response) else None
+        body = await self._read_capped(response, head)
+        message = _json_or_none(body) if head.is_json else None
         if isinstance(message, dict) and isinstance(message.get("error"), dict):
             raise _protocol_error(message["error"], response.status_code)
         if not response.is_success:
             raise _http_error(method, response, body)
         if message is None:
-            ctype = response.headers.get("content-type", "")
-            if _is_json(response):
+            if head.is_json:
                 raise InvalidResponse(f"{method}: the response body is not valid JSON")
+            ctype = response.headers.get("content-type", "")
             raise InvalidResponse(f"{method}: HTTP {response.status_code} with content type {ctype!r}")
         return _result_of(method, message, request_id)
 
-    async def _read_capped(self, response: httpx.Response) -> bytes:
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise InvalidResponse(f"response body of {declared} bytes exceeds {self.max_body_bytes}")
+    async def _read_capped(self, response: httpx.Response, head: "_Head | None" = None) -> bytes:
+        head = head or _Head.of(response)
+        if head.length is not None and head.length > self.max_body_bytes:
+            raise InvalidResponse(f"response body of {head.length} bytes exceeds {self.max_body_bytes}")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
+        # Uncompressed bodies (the usual case) skip httpx's decoder chain: the bytes are the body.
+        async for chunk in response.aiter_bytes() if head.encoded else response.aiter_raw():
             size += len(chunk)
             if size > self.max_body_bytes:
                 raise InvalidResponse(f"response body exceeds {self.max_body_bytes} bytes")
@@ -609,6 +620,32 @@ def _retry_after(response: httpx.Response) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """The response headers this client reads, found in one pass (httpx's lookups scan each time)."""
+
+    ctype: str
+    length: int | None
+    encoded: bool
+
+    @property
+    def is_json(self) -> bool:
+        return self.ctype == "application/json" or self.ctype.endswith("+json")
+
+    @classmethod
+    def of(cls, response: httpx.Response) -> "_Head":
+        ctype, length, encoded = "", None, False
+        for name, value in response.headers.raw:
+            lowered = name.lower()
+            if lowered == b"content-type":
+                ctype = value.split(b";", 1)[0].strip().lower().decode("latin-1")
+            elif lowered == b"content-length" and value.strip().isdigit():
+                length = int(value)
+            elif lowered == b"content-encoding":
+                encoded = True
+        return cls(ctype, length, encoded)
 
 
 def _content_type(response: httpx.Response) -> str:

@@ -1,0 +1,99 @@
+"""An httpx transport on one aiohttp connection pool, with nothing else in between.
+
+httpx-aiohttp's transport does the same job with more per-request work (a new ClientTimeout,
+a context manager for error mapping, decompression handed back to httpx); this one keeps
+httpx's request and response types (McpClient is built on them) and adds as little as it can.
+bench/transport.py measures both.
+"""
+
+import ssl
+from collections.abc import AsyncIterator
+
+import aiohttp
+import httpx
+
+CHUNK = 64 * 1024
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    def __init__(self, *, max_connections: int = 200, verify: ssl.SSLContext | bool = True) -> None:
+        self._max_connections = max_connections
+        self._ssl: ssl.SSLContext | bool = (
+            verify
+            if isinstance(verify, ssl.SSLContext)
+            else (httpx.create_ssl_context() if verify else False)
+        )
+        self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[tuple[float | None, float | None, float | None], aiohttp.ClientTimeout] = {}
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._ssl)
+            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False)
+        return self._session
+
+    def _timeout(self, request: httpx.Request) -> aiohttp.ClientTimeout:
+        given = request.extensions.get("timeout") or {}
+        key = (given.get("connect"), given.get("read"), given.get("pool"))
+        timeout = self._timeouts.get(key)
+        if timeout is None:
+            timeout = self._timeouts[key] = aiohttp.ClientTimeout(
+                sock_connect=key[0], sock_read=key[1], connect=key[2]
+            )
+        return timeout
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = await self._client().request(
+                request.method,
+                str(request.url),
+                headers=request.headers,
+                data=request.content or None,
+                allow_redirects=False,
+                timeout=self._timeout(request),
+            )
+        except aiohttp.ClientError as exc:
+            raise _mapped(exc, connecting=True) from exc
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(str(exc) or "timed out connecting") from exc
+        return httpx.Response(
+            status_code=response.status, headers=response.raw_headers, stream=_Body(response), request=request
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.content.iter_chunked(CHUNK):
+                yield chunk
+        except aiohttp.ClientError as exc:
+            raise _mapped(exc, connecting=False) from exc
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(str(exc) or "timed out reading") from exc
+
+    async def aclose(self) -> None:
+        self._response.release()
+
+
+def _mapped(exc: aiohttp.ClientError, *, connecting: bool) -> httpx.TransportError:
+    """aiohttp errors as httpx ones, by what went wrong (httpx-aiohttp calls a refusal a timeout)."""
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return httpx.ConnectTimeout(message)
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return httpx.ReadTimeout(message)
+    if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ClientOSError) and connecting:
+        return httpx.ConnectError(message)
+    if isinstance(exc, aiohttp.InvalidURL):
+        return httpx.UnsupportedProtocol(message)
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        return httpx.ReadError(message)
+    return httpx.RemoteProtocolError(message) if not connecting else httpx.ConnectError(message)
