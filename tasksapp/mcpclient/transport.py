@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import httpx
+import yarl
 
 CHUNK = 64 * 1024
 
@@ -24,6 +25,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             else (httpx.create_ssl_context() if verify else False)
         )
         self._session: aiohttp.ClientSession | None = None
+        self._last_url: httpx.URL | None = None
+        self._last_yarl = yarl.URL()
         self._timeouts: dict[tuple[float | None, float | None, float | None], aiohttp.ClientTimeout] = {}
 
     def _client(self) -> aiohttp.ClientSession:
@@ -42,11 +45,17 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             )
         return timeout
 
+    def _yarl(self, url: httpx.URL) -> yarl.URL:
+        """aiohttp's URL for httpx's, parsed once: a client sends every request to the same URL."""
+        if url is not self._last_url:
+            self._last_url, self._last_yarl = url, yarl.URL(str(url), encoded=True)
+        return self._last_yarl
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
             response = await self._client().request(
                 request.method,
-                str(request.url),
+                self._yarl(request.url),
                 headers=request.headers,
                 data=request.content or None,
                 allow_redirects=False,
