@@ -72,137 +72,9 @@ CASES: dict[str, str] = {
 DEFAULT_CANDIDATES = ("mcp/default", "mcp/httpx", "mcp/httpx-200", "mcp/httpx2")
 
 
-# --- the server (child process) ---------------------------------------------------------------
+# --- the server: bench/minimal_server.py, in a process of its own ---------------------------------
 
-
-def _task_answer(request_id: Any, task_id: Any) -> bytes:
-    result = {
-        "taskId": task_id,
-        "status": "working",
-        "statusMessage": "Crunching batch 3 of 10: resolving references against the archive index",
-        "createdAt": "2026-08-03T09:14:27.512Z",
-        "lastUpdatedAt": "2026-08-03T09:15:02.118Z",
-        "ttlMs": 3_600_000,
-        "pollIntervalMs": 1_000,
-        "resultType": "complete",
-        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task_id}},
-    }
-    message = {"jsonrpc": "2.0", "id": request_id, "result": result}
-    return json.dumps(message, separators=(",", ":")).encode()
-
-
-def _discover_answer(request_id: Any) -> bytes:
-    """server/discover, which McpClient sends once (during the warm-up) to learn the server's era."""
-    result = {
-        "supportedVersions": ["2026-07-28"],
-        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bench-server", "version": "0"}},
-    }
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
-
-
-def _answer(body: bytes) -> bytes:
-    message = json.loads(body)
-    if message["method"] == "server/discover":
-        return _discover_answer(message["id"])
-    return _task_answer(message["id"], message["params"]["taskId"])
-
-
-class _HttpServer(asyncio.Protocol):
-    """Just enough HTTP/1.1: keep-alive, Content-Length bodies, POST /mcp -> a tasks/get answer."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.transport: Any = None  # uvloop's transports do not subclass asyncio.Transport
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.buf += data
-        while True:
-            end = self.buf.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            lines = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
-            method, target, _ = lines[0].split(" ", 2)
-            length, close, chunked = 0, False, False
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                name = name.strip().lower()
-                if name == "content-length":
-                    length = int(value)
-                elif name == "connection":
-                    close = value.strip().lower() == "close"
-                elif name == "transfer-encoding":
-                    chunked = True
-            if chunked:
-                self._send(411, b'{"error":"chunked bodies are not supported here"}', close=True)
-                return
-            total = end + 4 + length
-            if len(self.buf) < total:
-                return
-            body = bytes(self.buf[end + 4 : total])
-            del self.buf[:total]
-            if method != "POST" or target != PATH:
-                self._send(404, b"{}", close)
-            else:
-                try:
-                    answer = _answer(body)
-                except (ValueError, KeyError, TypeError):
-                    self._send(400, b'{"error":"bad request"}', close)
-                else:
-                    self._send(200, answer, close)
-            if close:
-                return
-
-    def _send(self, status: int, body: bytes, close: bool) -> None:
-        assert self.transport is not None
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 411: "Length Required"}[status]
-        head = (
-            f"HTTP/1.1 {status} {reason}\r\nServer: bench\r\nDate: {_http_date()}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            + ("Connection: close\r\n" if close else "")
-            + "\r\n"
-        )
-        self.transport.write(head.encode() + body)
-        if close:
-            self.transport.close()
-
-
-_date_cache: tuple[int, str] = (0, "")
-
-
-def _http_date() -> str:
-    global _date_cache
-    now = int(time.time())
-    if _date_cache[0] != now:
-        from email.utils import formatdate
-
-        _date_cache = (now, formatdate(now, usegmt=True))
-    return _date_cache[1]
-
-
-def serve() -> None:
-    """Print the port, then answer until stdin closes (the parent ending or closing it)."""
-    try:
-        import uvloop  # the server's speed is not what is measured; keep it out of the way
-
-        uvloop.install()
-    except ImportError:
-        pass
-
-    async def run() -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(_HttpServer, "127.0.0.1", 0, backlog=1024)
-        print(server.sockets[0].getsockname()[1], flush=True)
-        stdin_closed = loop.create_future()
-        loop.add_reader(sys.stdin.fileno(), lambda: stdin_closed.done() or stdin_closed.set_result(None))
-        await stdin_closed
-        server.close()
-
-    asyncio.run(run())
+MINIMAL_SERVER = Path(__file__).resolve().parent / "minimal_server.py"
 
 
 # --- the clients (child process) --------------------------------------------------------------
@@ -386,7 +258,7 @@ def _pin(cpus: set[int] | None) -> Callable[[], None] | None:
 
 def start_server(pin: set[int] | None) -> tuple[subprocess.Popen[str], int]:
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve"],
+        [sys.executable, str(MINIMAL_SERVER)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -458,7 +330,6 @@ def main() -> None:
         "--no-pin", action="store_true", help="do not pin server and clients to separate cores"
     )
     parser.add_argument("--profile", metavar="CASE", help="cProfile one run of CASE at the last concurrency")
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--conc", type=int, help=argparse.SUPPRESS)
@@ -466,8 +337,6 @@ def main() -> None:
     parser.add_argument("--profile-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    if args.serve:
-        return serve()
     if args.child:
         return child(args)
 
