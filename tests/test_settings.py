@@ -46,3 +46,9 @@ def test_a_bad_setting_fails_at_start_naming_the_variable() -> None:
         assert run.returncode == 2, run.stderr[-500:]
         assert run.stderr.startswith("configuration error:") and word in run.stderr
         assert "Traceback" not in run.stderr
+
+
+def test_an_input_key_starting_with_a_dash_is_a_value() -> None:
+    run = manage("tasks", "answer", "999999", "-key-from-fastmcp:00ff", '{"action": "decline"}', "--json")
+    assert run.returncode == 1
+    assert "no task #999999" in run.stderr

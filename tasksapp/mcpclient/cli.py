@@ -30,7 +30,7 @@ MIN_POLL_MS = 50
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_ids_are_not_options(list(sys.argv[1:] if argv is None else argv)))
     try:
         headers = parse_header_lines(args.header)
         json_args = [
@@ -130,6 +130,32 @@ async def _listen(client: McpClient, task_ids: list[str]) -> int:
         _fail({"message": str(exc), "type": "ListenUnsupported"})
         return EXIT_TRANSPORT
     return EXIT_OK
+
+
+ID_VERBS = {"get", "update", "cancel", "listen"}
+VALUED_OPTIONS = {"--header", "--token"}
+
+
+def _ids_are_not_options(argv: list[str]) -> list[str]:
+    """Task ids are opaque and may start with '-' (fastmcp's use the URL-safe Base64 alphabet):
+    after a verb that takes only ids and JSON, end option parsing so argparse reads them as values."""
+    positionals, index = 0, 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return argv
+        if word in VALUED_OPTIONS:
+            index += 2
+            continue
+        if not word.startswith("-"):
+            positionals += 1
+            if positionals == 2 and word in ID_VERBS:
+                rest = argv[index + 1 :]
+                if rest[:1] in (["-h"], ["--help"]):
+                    return argv
+                return [*argv[: index + 1], "--", *rest]
+        index += 1
+    return argv
 
 
 def _fingerprint(task: DetailedTask) -> tuple[Any, ...]:

@@ -93,3 +93,12 @@ def test_headers_and_token_reach_the_server(fastmcp_server: RunningPeer) -> None
     seen = fastmcp_server.last_request("tools/list")["headers"]
     assert seen["x-team"] == "ops"
     assert seen["authorization"] == "Bearer s3cret"
+
+
+def test_task_ids_starting_with_a_dash_are_ids_not_options(fastmcp_server: RunningPeer) -> None:
+    for verb in ("get", "cancel"):
+        run = cli(fastmcp_server.url, "--header", "X-Team: ops", verb, "-starts-with-a-dash")
+        assert run.returncode == 2, run.stderr  # parsed as an id: the server says it is unknown
+        assert json.loads(run.stderr)["error"]["code"] == -32602
+    update = cli(fastmcp_server.url, "update", "-dash-id", '{"-dash-id:0": {"action": "decline"}}')
+    assert update.returncode == 2 and json.loads(update.stderr)["error"]["code"] == -32602

@@ -28,6 +28,15 @@ class Command(JsonCommand):
         for sub in (listing, show, answer, cancel):
             sub.add_argument("--json", action="store_true")
 
+    def run_from_argv(self, argv: list[str]) -> None:
+        # Input keys are opaque and may start with '-' (fastmcp's hold the task id): after
+        # `answer`, flags go first and everything else is a value.
+        if len(argv) > 2 and argv[2] == "answer" and "--" not in argv:
+            flags = [word for word in argv[3:] if word in ("--json", "-h", "--help", "--traceback")]
+            values = [word for word in argv[3:] if word not in flags]
+            argv = [*argv[:3], *flags, "--", *values]
+        super().run_from_argv(argv)
+
     def handle(self, *args: Any, **options: Any) -> None:
         verb = options["verb"]
         if verb == "list":
