@@ -427,10 +427,22 @@ def test_schema_checks_the_fields_cannot_express_land_on_their_field() -> None:
     ).is_valid()
 
 
-def test_server_regular_expressions_are_left_to_the_server() -> None:
+def test_server_regular_expressions_run_in_linear_time() -> None:
     schema = {"properties": {"a": {"type": "string", "pattern": "^(a+)+$"}}}
 
-    assert elicitation_form(schema, data={"a": "a" * 40 + "!"}).content() == {"a": "a" * 40 + "!"}
+    form = elicitation_form(schema, data={"a": "a" * 40 + "!"})
+
+    assert form.errors == {"a": ["'" + "a" * 40 + "!' does not match '^(a+)+$'"]}
+    assert elicitation_form(schema, data={"a": "a" * 40}).content() == {"a": "a" * 40}
+
+
+def test_a_pattern_re2_cannot_run_is_left_to_the_server_with_a_warning() -> None:
+    schema = {"properties": {"a": {"type": "string", "pattern": "^(a)\\1$"}}}
+
+    form = elicitation_form(schema, data={"a": "ab"})
+
+    assert form.content() == {"a": "ab"}
+    assert form.warnings and "uses features the dashboard does not run" in form.warnings[0]
 
 
 def test_content_needs_a_valid_form() -> None:
