@@ -77,9 +77,7 @@ def _pattern_properties(
 def _additional(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     properties, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
     return [
-        key
-        for key in instance
-        if key not in properties and not any(pattern_search(p, key) for p in patterns)
+        key for key in instance if key not in properties and not any(pattern_search(p, key) for p in patterns)
     ]
 
 

@@ -21,7 +21,11 @@ def messages(schema: Any, instance: Any) -> list[str]:
 
 
 def test_pattern_properties_with_additional_properties_false() -> None:
-    schema = {"type": "object", "patternProperties": {EVIL: {"type": "integer"}}, "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "patternProperties": {EVIL: {"type": "integer"}},
+        "additionalProperties": False,
+    }
 
     assert messages(schema, {KEY: 1}) == [f"'{KEY}' does not match any of the regexes: '{EVIL}'"]
 

@@ -21,6 +21,7 @@ TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
 _EOL = re.compile(rb"\r\n?|\n")
+_COLON = ord(":")
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 
@@ -140,24 +141,46 @@ class SseParser:
 
     Comments (keep-alives), `id:` and `retry:` lines are ignored; events whose type is not
     `message` are skipped. One event larger than `max_event_bytes` raises InvalidResponse.
+    Linear in the bytes fed: each byte is scanned for a line end once, however the stream is
+    chunked (a server trickling one long line a byte at a time costs no more than sending it whole).
     """
 
     max_event_bytes: int
     _buffer: bytearray = field(default_factory=bytearray)
+    _scanned: int = 0  # bytes of _buffer already known to hold no line end
     _data: list[str] = field(default_factory=list)
     _event: str = "message"
     _size: int = 0
 
     def feed(self, chunk: bytes) -> Iterator[str]:
-        self._buffer += chunk
-        while True:
-            line = self._next_line()
-            if line is None:
-                break
-            payload = self._line(line)
-            if payload is not None:
-                yield payload
-        if len(self._buffer) + self._size > self.max_event_bytes:
+        buffer = self._buffer
+        buffer += chunk
+        start = 0
+        try:
+            while True:
+                match = _EOL.search(buffer, self._scanned)
+                if match is None or (match.group() == b"\r" and match.end() == len(buffer)):
+                    # No full line yet; a CR at the end may be the first half of CRLF.
+                    self._scanned = match.start() if match is not None else len(buffer)
+                    break
+                end = match.start()
+                if end == start and not self._data:  # a blank line ending an event with no data
+                    self._event = "message"
+                    start = self._scanned = match.end()
+                    continue
+                if end > start and buffer[start] == _COLON:  # a comment (keep-alive): nothing to decode
+                    start = self._scanned = match.end()
+                    continue
+                line = _decoded(bytes(buffer[start:end]))
+                start = self._scanned = match.end()
+                payload = self._line(line)
+                if payload is not None:
+                    yield payload
+        finally:
+            if start:
+                del buffer[:start]  # once per chunk, not once per line
+                self._scanned -= start
+        if len(buffer) + self._size > self.max_event_bytes:
             raise InvalidResponse(f"an SSE event exceeds {self.max_event_bytes} bytes")
 
     def finish(self) -> Iterator[str]:
@@ -169,17 +192,6 @@ class SseParser:
     def mid_event(self) -> bool:
         """True when bytes of an unfinished event are pending (a stream cut here lost data)."""
         return bool(self._data) or bool(self._buffer.strip())
-
-    def _next_line(self) -> str | None:
-        match = _EOL.search(self._buffer)
-        if match is None or (match.group() == b"\r" and match.end() == len(self._buffer)):
-            return None  # no full line yet; a CR at the end may be the first half of CRLF
-        raw = bytes(self._buffer[: match.start()])
-        del self._buffer[: match.end()]
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidResponse("an SSE line is not valid UTF-8") from None
 
     def _line(self, line: str) -> str | None:
         if line == "":
@@ -205,3 +217,10 @@ class SseParser:
         if not payload or event != "message":
             return None  # also the empty priming event some SDK servers send first
         return payload
+
+
+def _decoded(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidResponse("an SSE line is not valid UTF-8") from None
