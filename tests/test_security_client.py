@@ -1,11 +1,17 @@
 """The protocol client under hostile input: SSE framing at any chunking, bounded gzip, tool list caps."""
 
+import json
 import random
+import tracemalloc
+import zlib
 
 import pytest
+from aiohttp import web
 
+from tasksapp.mcpclient import McpClient
 from tasksapp.mcpclient.errors import InvalidResponse
 from tasksapp.mcpclient.wire import SseParser
+from tests.mcpclient.hostile_server import HostileServer, Message, Script, raw_reply, response
 
 STREAM = (
     b": keep-alive\r\n"
@@ -59,3 +65,76 @@ def test_a_cut_stream_is_mid_event_and_invalid_utf8_is_named() -> None:
     assert list(parser.feed(b"data: half")) == [] and parser.mid_event
     with pytest.raises(InvalidResponse, match="not valid UTF-8"):
         list(SseParser(max_event_bytes=1000).feed(b"data: \xff\n\n"))
+
+
+# --- compressed bodies (issue 9 item 11): inflated with a bounded output ---------------------
+
+BOMB_INFLATED = 256 * 1024 * 1024
+
+
+def gzip_of_zeros(size: int, *, wbits: int = zlib.MAX_WBITS | 16) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    block = bytes(1024 * 1024)
+    return b"".join(packer.compress(block) for _ in range(size // len(block))) + packer.flush()
+
+
+def compressed(body: bytes, wbits: int) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, wbits)
+    return packer.compress(body) + packer.flush()
+
+
+def answering(body: bytes, encoding: str) -> Script:
+    async def script(request: web.Request, message: Message) -> web.StreamResponse:
+        return raw_reply(body, headers={"Content-Encoding": encoding})
+
+    return script
+
+
+async def test_a_gzip_bomb_is_refused_at_the_cap_without_inflating_it_in_memory() -> None:
+    bomb = gzip_of_zeros(BOMB_INFLATED)  # about 256 KiB on the wire
+    server = HostileServer(answering(bomb, "gzip"))
+    async with server, McpClient(server.url, max_body_bytes=8 * 1024 * 1024) as client:
+        await client.discover()
+        tracemalloc.start()
+        try:
+            with pytest.raises(InvalidResponse, match="exceeds 8388608 bytes"):
+                await client.request("tools/list")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    # The cap's 8 MiB plus one 64 KiB piece, not httpx's whole network chunk inflated (64 MiB+).
+    assert peak < 16 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "wbits"),
+    [
+        ("gzip", zlib.MAX_WBITS | 16),
+        ("x-gzip", zlib.MAX_WBITS | 16),
+        ("deflate", zlib.MAX_WBITS),
+        ("deflate", -15),
+    ],
+)
+async def test_compressed_answers_still_parse(encoding: str, wbits: int) -> None:
+    tools = {"tools": [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(2000)]}
+
+    async def script(request: web.Request, message: Message) -> web.StreamResponse:
+        body = json.dumps(response(message, tools)).encode()
+        return raw_reply(compressed(body, wbits), headers={"Content-Encoding": encoding})
+
+    async with HostileServer(script) as server, McpClient(server.url) as client:
+        assert len(await client.list_tools()) == 2000
+        assert server.headers[-1]["Accept-Encoding"] == "gzip, deflate"
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding", "said"),
+    [
+        (b"not gzip at all", "gzip", "compressed response body is corrupt"),
+        (b"{}", "br", "in 'br' encoding, which was not asked for"),
+    ],
+)
+async def test_a_corrupt_or_unasked_encoding_is_named(body: bytes, encoding: str, said: str) -> None:
+    async with HostileServer(answering(body, encoding)) as server, McpClient(server.url) as client:
+        with pytest.raises(InvalidResponse, match=said):
+            await client.request("tools/list")

@@ -4,16 +4,25 @@ httpx-aiohttp's transport does the same job with more per-request work (a new Cl
 a context manager for error mapping, decompression handed back to httpx); this one keeps
 httpx's request and response types (McpClient is built on them) and adds as little as it can.
 bench/transport.py measures both.
+
+Compressed bodies are inflated here, never more than CHUNK bytes of output at a time: httpx's
+decoders inflate each network chunk whole, so 64 KiB of a gzip bomb became 64 MiB in memory
+before the client's size cap could look at it. The caller caps the inflated bytes as it reads.
 """
 
 import ssl
-from collections.abc import AsyncIterator
+import zlib
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import httpx
 import yarl
 
+from tasksapp.mcpclient.errors import InvalidResponse
+
 CHUNK = 64 * 1024
+ACCEPT_ENCODING = (b"Accept-Encoding", b"gzip, deflate")
+_INFLATED_HEADERS = {b"content-encoding", b"content-length"}
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
@@ -52,11 +61,14 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         return self._last_yarl
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        headers = request.headers
+        if "accept-encoding" not in headers:
+            headers = httpx.Headers([*headers.raw, ACCEPT_ENCODING])
         try:
             response = await self._client().request(
                 request.method,
                 self._yarl(request.url),
-                headers=request.headers,
+                headers=headers,
                 data=request.content or None,
                 allow_redirects=False,
                 timeout=self._timeout(request),
@@ -65,9 +77,17 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             raise _mapped(exc, connecting=True) from exc
         except TimeoutError as exc:
             raise httpx.ConnectTimeout(str(exc) or "timed out connecting") from exc
-        return httpx.Response(
-            status_code=response.status, headers=response.raw_headers, stream=_Body(response), request=request
-        )
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding in ("", "identity"):
+            return httpx.Response(
+                status_code=response.status,
+                headers=response.raw_headers,
+                stream=_Body(response),
+                request=request,
+            )
+        kept = [(k, v) for k, v in response.raw_headers if k.lower() not in _INFLATED_HEADERS]
+        stream = _Body(response, _Inflater(encoding))
+        return httpx.Response(status_code=response.status, headers=kept, stream=stream, request=request)
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -75,14 +95,49 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._session = None
 
 
+class _Inflater:
+    """gzip or deflate (zlib-wrapped or raw), inflated at most CHUNK bytes at a time."""
+
+    def __init__(self, encoding: str) -> None:
+        self._encoding = encoding
+        self._deflate = encoding == "deflate"
+        self._inflate = zlib.decompressobj(zlib.MAX_WBITS | 16 if not self._deflate else zlib.MAX_WBITS)
+        self._started = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._encoding not in ("gzip", "x-gzip", "deflate"):
+            raise InvalidResponse(
+                f"the response is in {self._encoding[:40]!r} encoding, which was not asked for"
+            )
+        if self._deflate and not self._started and data:
+            self._started = True
+            if len(data) < 2 or data[0] & 0x0F != 8 or ((data[0] << 8) | data[1]) % 31:
+                self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send
+        try:
+            while True:
+                out = self._inflate.decompress(data, CHUNK)
+                if out:
+                    yield out
+                data = self._inflate.unconsumed_tail
+                if not data and len(out) < CHUNK:
+                    return
+        except zlib.error as exc:
+            raise InvalidResponse(f"the compressed response body is corrupt ({exc})") from None
+
+
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, inflater: _Inflater | None = None) -> None:
         self._response = response
+        self._inflater = inflater
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self._response.content.iter_chunked(CHUNK):
-                yield chunk
+                if self._inflater is None:
+                    yield chunk
+                else:
+                    for part in self._inflater.feed(chunk):
+                        yield part
         except aiohttp.ClientError as exc:
             raise _mapped(exc, connecting=False) from exc
         except TimeoutError as exc:
