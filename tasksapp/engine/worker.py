@@ -358,6 +358,7 @@ class Worker:
             era=era,  # type: ignore[arg-type]
             max_body_bytes=settings.MCP_MAX_BODY_BYTES,
             transport=transport,
+            block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
         )
 
     def _update_listeners(self) -> None:

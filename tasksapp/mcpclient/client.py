@@ -88,14 +88,14 @@ DEFAULT_TIMEOUTS = Timeouts()
 NO_INPUT_KINDS = InputKinds()
 
 
-def default_transport() -> httpx.AsyncBaseTransport:
+def default_transport(*, block_private_addresses: bool = False) -> httpx.AsyncBaseTransport:
     """httpx's API on aiohttp's connection pool: the cheapest per request of those measured.
 
     bench/transport.py holds the measurement (docs/benchmarks-transport.md has the figures).
     """
     from tasksapp.mcpclient.transport import AiohttpTransport
 
-    return AiohttpTransport(max_connections=200)
+    return AiohttpTransport(max_connections=200, block_private_addresses=block_private_addresses)
 
 
 class McpClient:
@@ -114,6 +114,7 @@ class McpClient:
         client_info: JsonObject | None = None,
         era: Literal["modern", "legacy"] | None = None,
         declare_tasks: bool = True,
+        block_private_addresses: bool = False,
     ) -> None:
         parsed = httpx.URL(url)
         if parsed.scheme not in ("http", "https") or not parsed.host:
@@ -142,7 +143,7 @@ class McpClient:
         # httpx's request and response types over the transport directly: this client needs none
         # of AsyncClient's cookies, auth, redirects or hooks, and skipping them saves ~20% CPU per
         # request (bench/transport.py).
-        self._transport = transport or default_transport()
+        self._transport = transport or default_transport(block_private_addresses=block_private_addresses)
         self._url = parsed
         self._timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect).as_dict()
         self._ids = itertools.count(1)
@@ -178,18 +179,28 @@ class McpClient:
                 return _modern_discovery(result, versions)
         return await self._initialize_legacy()
 
-    async def list_tools(self) -> list[Tool]:
-        """tools/list, following nextCursor. Tools whose x-mcp-header annotation is invalid are dropped."""
+    async def list_tools(self, *, max_tools: int | None = None, max_bytes: int | None = None) -> list[Tool]:
+        """tools/list, following nextCursor. Tools whose x-mcp-header annotation is invalid are dropped.
+
+        With max_tools or max_bytes (of the tools' JSON), no further page is asked for once a page
+        brings the total past either: the caller sees more than it allowed and knows the list was cut.
+        """
         tools: list[Tool] = []
         cursor: str | None = None
+        size = 0
         for _ in range(_MAX_TOOL_PAGES):
             result = await self._call("tools/list", {"cursor": cursor} if cursor else {})
             page = result.get("tools")
             if not isinstance(page, list):
                 raise InvalidResponse("tools/list result.tools is not an array")
             tools.extend(self._accept_tool(parse_tool(raw, f"tools[{i}]")) for i, raw in enumerate(page))
+            if max_bytes is not None:
+                size += len(json.dumps(page, separators=(",", ":")))
             cursor = result.get("nextCursor")
-            if not cursor:
+            bounded = (max_tools is not None and len(tools) > max_tools) or (
+                max_bytes is not None and size > max_bytes
+            )
+            if not cursor or bounded:
                 return [tool for tool in tools if tool.name in self._param_headers]
             if not isinstance(cursor, str):
                 raise InvalidResponse("tools/list result.nextCursor is not a string")

@@ -10,24 +10,38 @@ decoders inflate each network chunk whole, so 64 KiB of a gzip bomb became 64 Mi
 before the client's size cap could look at it. The caller caps the inflated bytes as it reads.
 """
 
+import ipaddress
+import socket
 import ssl
 import zlib
 from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
+import aiohttp.abc
 import httpx
 import yarl
 
 from tasksapp.mcpclient.errors import InvalidResponse
 
 CHUNK = 64 * 1024
-ACCEPT_ENCODING = (b"Accept-Encoding", b"gzip, deflate")
+ACCEPT_ENCODING = "gzip, deflate"  # what _Inflater reads; aiohttp would add br if brotli were installed
 _INFLATED_HEADERS = {b"content-encoding", b"content-length"}
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
-    def __init__(self, *, max_connections: int = 200, verify: ssl.SSLContext | bool = True) -> None:
+    """`block_private_addresses` refuses to connect to any address that is not globally routable
+    (loopback, private, link-local, shared, reserved), checked on every connection after DNS, so a
+    name that later resolves somewhere else is refused too."""
+
+    def __init__(
+        self,
+        *,
+        max_connections: int = 200,
+        verify: ssl.SSLContext | bool = True,
+        block_private_addresses: bool = False,
+    ) -> None:
         self._max_connections = max_connections
+        self._block_private = block_private_addresses
         self._ssl: ssl.SSLContext | bool = (
             verify
             if isinstance(verify, ssl.SSLContext)
@@ -40,8 +54,14 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._ssl)
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False, trust_env=False)
+            resolver = _PublicOnlyResolver() if self._block_private else None
+            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._ssl, resolver=resolver)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                auto_decompress=False,
+                trust_env=False,
+                headers={"Accept-Encoding": ACCEPT_ENCODING},
+            )
         return self._session
 
     def _timeout(self, request: httpx.Request) -> aiohttp.ClientTimeout:
@@ -57,18 +77,17 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def _yarl(self, url: httpx.URL) -> yarl.URL:
         """aiohttp's URL for httpx's, parsed once: a client sends every request to the same URL."""
         if url is not self._last_url:
+            if self._block_private and (refusal := blocked_address(url.host.strip("[]"))):
+                raise httpx.ConnectError(refusal)  # an address literal never reaches the resolver
             self._last_url, self._last_yarl = url, yarl.URL(str(url), encoded=True)
         return self._last_yarl
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        headers = request.headers
-        if "accept-encoding" not in headers:
-            headers = httpx.Headers([*headers.raw, ACCEPT_ENCODING])
         try:
             response = await self._client().request(
                 request.method,
                 self._yarl(request.url),
-                headers=headers,
+                headers=request.headers,
                 data=request.content or None,
                 allow_redirects=False,
                 timeout=self._timeout(request),
@@ -93,6 +112,36 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+def blocked_address(host: str) -> str | None:
+    """Why connecting to this IP address is refused under block_private_addresses; None for a name
+    or a globally routable address."""
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return None
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    if (mapped or address).is_global and not address.is_multicast:
+        return None
+    return f"{host} is a loopback, private or link-local address, and MCP_BLOCK_PRIVATE_ADDRESSES is on"
+
+
+class _PublicOnlyResolver(aiohttp.abc.AbstractResolver):
+    def __init__(self) -> None:
+        self._inner = aiohttp.DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[aiohttp.abc.ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        for entry in found:
+            if refusal := blocked_address(entry["host"]):
+                raise OSError(f"{host} resolves to {refusal}")
+        return found
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 class _Inflater:

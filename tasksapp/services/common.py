@@ -37,6 +37,7 @@ def client_for(server: McpServer) -> McpClient:
         input_kinds=DASHBOARD_INPUT_KINDS,
         max_body_bytes=settings.MCP_MAX_BODY_BYTES,
         era=era,  # type: ignore[arg-type]
+        block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
     )
 
 
