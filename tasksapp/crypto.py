@@ -1,46 +1,129 @@
-"""Secrets at rest: server auth headers, remote task ids and input-request keys.
+"""Secrets at rest: server auth headers, remote task ids, input-request keys and requestState.
 
-Values are encrypted with Fernet under a key derived from DASHBOARD_ENCRYPTION_KEY (or, when
-that is unset, SECRET_KEY). Lookups use a keyed fingerprint, so no plaintext id is ever stored.
+Values are encrypted with Fernet under keys derived (HKDF-SHA256) from DASHBOARD_ENCRYPTION_KEY,
+or from SECRET_KEY when that is unset. Older keys stay readable: DASHBOARD_ENCRYPTION_KEY_FALLBACKS
+(or SECRET_KEY_FALLBACKS, when the key comes from SECRET_KEY) and the single-SHA-256 derivation
+used before HKDF. Everything is written under the current key; `manage.py rekey` rewrites what
+was written under an older one. Lookups use a keyed fingerprint, so no plaintext id is stored;
+a value is looked up under its fingerprint for every key (see fingerprints()).
 """
 
 import base64
 import hashlib
 import hmac
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
+
+_SALT = b"mcp-tasks-dashboard/v2"
+UNREADABLE = (
+    "a stored secret cannot be decrypted with the configured keys: DASHBOARD_ENCRYPTION_KEY (or "
+    "SECRET_KEY) changed without the old value in DASHBOARD_ENCRYPTION_KEY_FALLBACKS; see docs/security.md"
+)
 
 
 class SecretUnreadable(Exception):
     """A stored secret cannot be decrypted: the encryption key changed since it was written."""
 
 
+@dataclass(frozen=True)
+class _Key:
+    fernet: Fernet
+    fingerprint_key: bytes
+
+
+def _hkdf(material: bytes, purpose: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=purpose).derive(material)
+
+
+def _derived(material: str) -> _Key:
+    raw = material.encode()
+    fernet = Fernet(base64.urlsafe_b64encode(_hkdf(raw, b"fernet")))
+    return _Key(fernet, _hkdf(raw, b"fingerprint"))
+
+
+def _legacy(material: str) -> _Key:
+    """The derivation before HKDF (one SHA-256), kept so values written then stay readable."""
+    raw = material.encode()
+    fernet_key = hashlib.sha256(b"mcp-dashboard/fernet\0" + raw).digest()
+    return _Key(
+        Fernet(base64.urlsafe_b64encode(fernet_key)),
+        hashlib.sha256(b"mcp-dashboard/fingerprint\0" + raw).digest(),
+    )
+
+
+def key_materials() -> list[str]:
+    """The configured key material, current first, then the fallbacks in the order given."""
+    if settings.DASHBOARD_ENCRYPTION_KEY:
+        return [settings.DASHBOARD_ENCRYPTION_KEY, *settings.DASHBOARD_ENCRYPTION_KEY_FALLBACKS]
+    return [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS, *settings.DASHBOARD_ENCRYPTION_KEY_FALLBACKS]
+
+
 @cache
-def _keys() -> tuple[Fernet, bytes]:
-    material = (settings.DASHBOARD_ENCRYPTION_KEY or settings.SECRET_KEY).encode()
-    fernet_key = hashlib.sha256(b"mcp-dashboard/fernet\0" + material).digest()
-    hmac_key = hashlib.sha256(b"mcp-dashboard/fingerprint\0" + material).digest()
-    return Fernet(base64.urlsafe_b64encode(fernet_key)), hmac_key
+def _keyring() -> tuple[_Key, ...]:
+    materials = list(dict.fromkeys(key_materials()))
+    return (*(_derived(m) for m in materials), *(_legacy(m) for m in materials))
+
+
+@cache
+def _multi() -> MultiFernet:
+    return MultiFernet([key.fernet for key in _keyring()])
+
+
+def reset() -> None:
+    """Forget the derived keys (after the settings changed, e.g. in tests)."""
+    _keyring.cache_clear()
+    _multi.cache_clear()
 
 
 def encrypt(plaintext: str) -> str:
-    return _keys()[0].encrypt(plaintext.encode()).decode("ascii")
+    return _multi().encrypt(plaintext.encode()).decode("ascii")
 
 
 def decrypt(token: str) -> str:
     try:
-        return _keys()[0].decrypt(token.encode("ascii")).decode()
+        return _multi().decrypt(token.encode("ascii")).decode()
     except (InvalidToken, ValueError):
-        raise SecretUnreadable(
-            "a stored secret cannot be decrypted; was DASHBOARD_ENCRYPTION_KEY or SECRET_KEY changed?"
-        ) from None
+        raise SecretUnreadable(UNREADABLE) from None
+
+
+def is_current(token: str) -> bool:
+    """True when the token was written under the current key (nothing for rekey to do)."""
+    try:
+        _keyring()[0].fernet.decrypt(token.encode("ascii"))
+    except (InvalidToken, ValueError):
+        return False
+    return True
 
 
 def fingerprint(value: str) -> str:
-    """A stable keyed hash for finding a row by a secret without storing the secret."""
-    return hmac.new(_keys()[1], value.encode(), hashlib.sha256).hexdigest()
+    """A stable keyed hash for finding a row by a secret without storing the secret (current key)."""
+    return _fingerprint(_keyring()[0], value)
+
+
+def fingerprints(value: str) -> list[str]:
+    """The value's fingerprint under every key, current first: a row written before a key change
+    (and not yet rewritten by `manage.py rekey`) is found by one of these."""
+    return [_fingerprint(key, value) for key in _keyring()]
+
+
+def stored_fingerprints(values: Iterable[str], stored: Iterable[str]) -> dict[str, str]:
+    """For each value, the fingerprint it has among `stored` (under whichever key), else the current one."""
+    known = set(stored)
+    found = {}
+    for value in values:
+        candidates = fingerprints(value)
+        found[value] = next((each for each in candidates if each in known), candidates[0])
+    return found
+
+
+def _fingerprint(key: _Key, value: str) -> str:
+    return hmac.new(key.fingerprint_key, value.encode(), hashlib.sha256).hexdigest()
 
 
 def mask(value: str, *, keep: int = 4) -> str:

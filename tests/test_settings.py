@@ -9,6 +9,7 @@ from tests.peers.launch import ROOT
 
 PRODUCTION = {
     "SECRET_KEY": secrets.token_urlsafe(50),
+    "DASHBOARD_ENCRYPTION_KEY": secrets.token_urlsafe(48),
     "DEBUG": "false",
     "HTTPS": "true",
     "SECURE_HSTS_SECONDS": "31536000",

@@ -19,7 +19,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
     The row moves open -> sending in one conditional UPDATE, so of two concurrent answers only
     one wins and sends; the other gets NotAllowed. A failed send puts the row back to open.
     """
-    request = InputRequest.objects.filter(task=task, key_hash=crypto.fingerprint(key)).first()
+    request = InputRequest.objects.filter(task=task, key_hash__in=crypto.fingerprints(key)).first()
     if request is None:
         raise NotAllowed("This input request is unknown for this task.")
     claimed = InputRequest.objects.filter(pk=request.pk, state="open").update(

@@ -192,8 +192,8 @@ def _differs(task: RemoteTask, snapshot: DetailedTask) -> bool:
     ):
         return True
     if isinstance(snapshot, InputRequiredTask):
-        listed = {crypto.fingerprint(key) for key in snapshot.input_requests}
         rows = dict(task.input_requests.values_list("key_hash", "state"))
+        listed = set(crypto.stored_fingerprints(snapshot.input_requests, rows).values())
         still_open = {key_hash for key_hash, state in rows.items() if state == "open"}
         return bool(listed - rows.keys() or still_open - listed)
     return False
@@ -221,8 +221,9 @@ def _copy_snapshot(task: RemoteTask, snapshot: DetailedTask, source: str) -> Non
 def _sync_input_requests(task: RemoteTask, snapshot: DetailedTask) -> bool:
     """One row per (task, key); keys the server no longer lists are closed. True if any row changed."""
     wanted = snapshot.input_requests if isinstance(snapshot, InputRequiredTask) else {}
-    by_hash = {crypto.fingerprint(key): (key, request) for key, request in wanted.items()}
     known = set(task.input_requests.values_list("key_hash", flat=True))
+    hashes = crypto.stored_fingerprints(wanted, known)  # rows written before a key change match too
+    by_hash = {hashes[key]: (key, request) for key, request in wanted.items()}
     created = []
     for key_hash, (key, request) in by_hash.items():
         if key_hash not in known:
