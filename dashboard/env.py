@@ -52,7 +52,22 @@ def secret_key(var_dir: Path) -> str:
         return key
     path = var_dir / "secret_key"
     if not path.exists():
-        var_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(var_dir)
         path.touch(mode=0o600)
         path.write_text(secrets.token_urlsafe(50))
     return path.read_text().strip()
+
+
+def private_dir(path: Path) -> None:
+    """Create the directory for the dashboard's own data, readable by its owner only (0700)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+
+
+def private_file(path: Path) -> None:
+    """Create (empty) or restrict a file to its owner (0600): SQLite gives its -wal and -shm files
+    the database file's mode, so they follow."""
+    path.touch(mode=0o600, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)

@@ -8,7 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.env import env_bool, env_int, env_list, env_str, secret_key
+from dashboard.env import env_bool, env_int, env_list, env_str, private_dir, private_file, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("DASHBOARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -41,6 +41,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "tasksapp.middleware.SecurityMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -68,7 +69,11 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({exc}).") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # The database holds everything (credentials encrypted, but task data in clear): owner only.
+    private_dir(VAR_DIR)
+    _database_file = Path(DATABASES["default"]["NAME"])
+    if str(_database_file) != ":memory:" and _database_file.parent.is_dir():
+        private_file(_database_file)
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA busy_timeout=10000; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
@@ -115,7 +120,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env_bool("HTTPS", False)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HSTS_SECONDS > 0)
-SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
+# Preloading is a promise to browsers that is slow to take back: only when asked for.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_PROXY", False) else None
 X_FRAME_OPTIONS = "DENY"
 
@@ -128,8 +135,11 @@ LOGGING = {
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }
 
-# Encrypts server credentials, task ids and input keys at rest; falls back to SECRET_KEY.
+# Encrypts server credentials, task ids and input keys at rest; falls back to SECRET_KEY. Older
+# keys stay readable while listed as fallbacks; `manage.py rekey` rewrites under the current key.
 DASHBOARD_ENCRYPTION_KEY = env_str("DASHBOARD_ENCRYPTION_KEY", "")
+DASHBOARD_ENCRYPTION_KEY_FALLBACKS = env_list("DASHBOARD_ENCRYPTION_KEY_FALLBACKS", "")
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", "")
 
 # The worker (tasksapp.engine); docs/worker.md explains each.
 MCP_POLL_FLOOR_MS = env_int("MCP_POLL_FLOOR_MS", 250, minimum=10)
@@ -141,6 +151,11 @@ MCP_BACKOFF_MAX_MS = env_int("MCP_BACKOFF_MAX_MS", 300000, minimum=10)
 MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
 MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
+# What a server's tools/list may store (docs/security.md): the rest is left out, and the server page says so.
+MCP_MAX_TOOLS = env_int("MCP_MAX_TOOLS", 1000, minimum=1)
+MCP_MAX_TOOLS_BYTES = env_int("MCP_MAX_TOOLS_BYTES", 2 * 1024 * 1024, minimum=1024)
+# Refuse server URLs (and names resolving to) loopback, private and link-local addresses (docs/deploy.md).
+MCP_BLOCK_PRIVATE_ADDRESSES = env_bool("MCP_BLOCK_PRIVATE_ADDRESSES", False)
 
 # Daphne serves /static/ itself unless a proxy or CDN does (set SERVE_STATIC=false then).
 SERVE_STATIC = env_bool("SERVE_STATIC", True)

@@ -102,12 +102,13 @@ class McpServerAdmin(admin.ModelAdmin):
             if change:
                 server = services.server_update(
                     server=McpServer.objects.get(pk=obj.pk),
+                    name=obj.name,
                     url=obj.url,
                     headers=headers,
                     enabled=obj.enabled,
                     user=request.user,
                 )
-                McpServer.objects.filter(pk=server.pk).update(name=obj.name, roots=obj.roots)
+                McpServer.objects.filter(pk=server.pk).update(roots=obj.roots)
             else:
                 server = services.server_create(
                     name=obj.name, url=obj.url, headers=headers or {}, user=request.user
@@ -133,7 +134,7 @@ class McpServerAdmin(admin.ModelAdmin):
     def refresh_discovery(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset:
             try:
-                services.server_refresh(server=server)
+                services.server_refresh(server=server, user=request.user)
             except services.ServiceError as exc:
                 self.message_user(request, f"{server}: {exc}", messages.ERROR)
 

@@ -37,6 +37,9 @@ class McpServer(models.Model):
     server_info = models.JSONField(default=dict, blank=True)
     instructions = models.TextField(blank=True, default="")
     tools = models.JSONField(default=list, blank=True)
+    tools_note = models.CharField(
+        max_length=500, blank=True, default="", help_text="why fewer tools are stored than the server lists"
+    )
     roots = models.JSONField(default=list, blank=True, help_text='answers roots/list: [{"uri": "file:///…"}]')
     discovered_at = models.DateTimeField(null=True, blank=True)
 
@@ -68,7 +71,10 @@ class McpServer(models.Model):
 
     @property
     def masked_headers(self) -> dict[str, str]:
-        return {name: crypto.mask(value) for name, value in self.headers.items()}
+        try:
+            return {name: crypto.mask(value) for name, value in self.headers.items()}
+        except crypto.SecretUnreadable:
+            return {"(stored headers)": "unreadable: the encryption key changed (see docs/security.md)"}
 
     @property
     def health(self) -> str:
@@ -81,6 +87,16 @@ class McpServer(models.Model):
         if self.last_success_at:
             return "healthy"
         return "unknown"
+
+
+# Columns a server fills with as much as it likes (bounded only by the caps in services): pages
+# that do not show them must not load them (a 40 MB tool list once slowed every task page 10x).
+LARGE_SERVER_COLUMNS = ("tools", "capabilities", "instructions")
+LARGE_TASK_COLUMNS = ("result", "error", "raw", "arguments")
+
+
+def _server_large(prefix: str) -> list[str]:
+    return [prefix + column for column in LARGE_SERVER_COLUMNS]
 
 
 class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
@@ -100,16 +116,15 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
     def for_list(self) -> "RemoteTaskQuerySet":
         """What a list row shows, in one query (server joined, large JSON columns left out)."""
         return self.select_related("server").defer(
-            "result",
-            "error",
-            "raw",
-            "arguments",
+            *LARGE_TASK_COLUMNS,
             "remote_id_encrypted",
-            "server__tools",
-            "server__capabilities",
             "server__headers_encrypted",
-            "server__instructions",
+            *_server_large("server__"),
         )
+
+    def for_detail(self) -> "RemoteTaskQuerySet":
+        """A task's page: the task whole, its server without the columns only server pages show."""
+        return self.select_related("server", "started_by").defer(*_server_large("server__"))
 
     def with_display_status(self, status: str) -> "RemoteTaskQuerySet":
         """Filter by the label people see, including the dashboard's own refinements."""
@@ -329,6 +344,7 @@ class OperatorAction(models.Model):
     class Action(models.TextChoices):
         SERVER_ADD = "server_add", "added server"
         SERVER_EDIT = "server_edit", "edited server"
+        SERVER_REFRESH = "server_refresh", "discovered server again"
         START = "start", "started call"
         ANSWER = "answer", "answered"
         DECLINE = "decline", "declined"

@@ -7,6 +7,7 @@ app_name = "tasks"
 urlpatterns = [
     path("", overview.overview, name="overview"),
     path("tasks/", tasks.task_list, name="list"),
+    path("tasks/find/", tasks.task_find, name="find"),
     path("tasks/<int:pk>/", tasks.task_detail, name="detail"),
     path("tasks/<int:pk>/cancel/", tasks.task_cancel, name="cancel"),
     path("tasks/<int:pk>/raw.json", tasks.task_raw, name="raw"),

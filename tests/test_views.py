@@ -128,7 +128,7 @@ def test_running_a_tool_handles_the_three_outcomes(demo_registered: McpServer) -
 
 def test_the_task_list_filters_and_searches_by_exact_task_id(task: RemoteTask) -> None:
     viewer = client_for("viewer")
-    by_id = viewer.get(reverse("tasks:list"), {"q": task.remote_id})
+    by_id = viewer.post(reverse("tasks:find"), {"task_id": task.remote_id})
     assert by_id.status_code == 302 and by_id["Location"] == reverse("tasks:detail", args=[task.pk])
     by_message = viewer.get(reverse("tasks:list"), {"q": "run_forever"}).content.decode()
     assert f"task-row-{task.pk}" in by_message and task.remote_id not in by_message

@@ -5,6 +5,7 @@ from tasksapp.services.common import NotAllowed, RemoteFailed, ServiceError
 from tasksapp.services.inputs import input_resend_stuck, task_answer
 from tasksapp.services.servers import (
     DiscoveryPreview,
+    same_origin,
     server_create,
     server_preview,
     server_record_failure,
@@ -30,6 +31,7 @@ __all__ = [
     "call_start",
     "input_resend_stuck",
     "pending_call_answer",
+    "same_origin",
     "server_create",
     "server_preview",
     "server_record_failure",

@@ -1,35 +1,50 @@
-"""Registering servers, discovering what they offer, and recording their health."""
+"""Registering servers, discovering what they offer, and recording their health.
 
+Every attempt to add, edit or re-discover a server is audited, failed ones included, with what
+changed and any credentials masked. Stored credentials never follow a URL to another origin.
+"""
+
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from tasksapp import events
+from tasksapp import crypto, events
 from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
 from tasksapp.models import McpServer
-from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+from tasksapp.services.common import NotAllowed, RemoteFailed, ServiceError, audit, describe, with_client
+
+UNREADABLE_HEADERS = (
+    "The stored headers cannot be decrypted (was DASHBOARD_ENCRYPTION_KEY changed? see docs/security.md): "
+    "enter them again, or '-' to remove them."
+)
 
 
 @dataclass(frozen=True)
 class DiscoveryPreview:
-    """What a server offers, found before anything is saved."""
+    """What a server offers, found before anything is saved; tools_note says when tools were left out."""
 
     discovery: Discovery
     tools: list[Tool] = field(default_factory=list)
+    tools_note: str = ""
 
 
 def server_preview(*, url: str, headers: dict[str, str]) -> DiscoveryPreview:
     """server/discover (or initialize) plus tools/list, without touching the database."""
     probe = McpServer(url=url)
     probe.headers = headers
+    most, most_bytes = settings.MCP_MAX_TOOLS, settings.MCP_MAX_TOOLS_BYTES
 
     async def discover(client: McpClient) -> DiscoveryPreview:
         found = await client.discover()
-        return DiscoveryPreview(discovery=found, tools=await client.list_tools())
+        tools, note = _bounded(await client.list_tools(max_tools=most, max_bytes=most_bytes))
+        return DiscoveryPreview(discovery=found, tools=tools, tools_note=note)
 
     try:
         return with_client(probe, discover)
@@ -41,44 +56,103 @@ def server_preview(*, url: str, headers: dict[str, str]) -> DiscoveryPreview:
 
 def server_create(*, name: str, url: str, headers: dict[str, str], user: Any) -> McpServer:
     """Discover first; save only a server that answered."""
-    if McpServer.objects.filter(name=name).exists():
-        raise NotAllowed(f"A server named {name!r} already exists.")
-    preview = server_preview(url=url, headers=headers)
+    attempt = {"name": name, "url": url, "headers": _masked(headers)}
+    try:
+        if McpServer.objects.filter(name=name).exists():
+            raise NotAllowed(f"A server named {name!r} already exists.")
+        preview = server_preview(url=url, headers=headers)
+    except ServiceError as exc:
+        audit(user, "server_add", ok=False, detail={**attempt, "error": str(exc)})
+        raise
     with transaction.atomic():
         server = McpServer(name=name, url=url)
         server.headers = headers
         _apply_preview(server, preview)
         server.save()
-        audit(user, "server_add", server=server, detail={"url": url, "era": server.era})
+        audit(user, "server_add", server=server, detail={**attempt, "era": server.era})
         events.publish_server_changed(server.pk)
     return server
+
+
+def same_origin(one: str, other: str) -> bool:
+    """Scheme, host and port equal (default ports filled in): where credentials may be sent."""
+    a, b = urlsplit(one), urlsplit(other)
+    try:
+        ports = (a.port or _DEFAULT_PORTS.get(a.scheme)), (b.port or _DEFAULT_PORTS.get(b.scheme))
+    except ValueError:
+        return False
+    return (a.scheme.lower(), (a.hostname or "").lower()) == (
+        b.scheme.lower(),
+        (b.hostname or "").lower(),
+    ) and (ports[0] == ports[1])
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def server_update(
-    *, server: McpServer, url: str, headers: dict[str, str] | None, enabled: bool, user: Any
+    *,
+    server: McpServer,
+    url: str,
+    headers: dict[str, str] | None,
+    enabled: bool,
+    user: Any,
+    name: str | None = None,
 ) -> McpServer:
-    """Change a server; a new URL or new credentials are discovered again before saving."""
-    if headers is None:
-        headers = server.headers
-    if url != server.url or headers != server.headers:
-        preview = server_preview(url=url, headers=headers)
-        _apply_preview(server, preview)
+    """Change a server; a new URL or new credentials are discovered again before saving.
+
+    headers=None keeps the stored headers, except when the URL moves to another origin: they are
+    then dropped (never sent to the new host) unless given again.
+    """
+    name = server.name if name is None else name
+    before = _described(server)
+    try:
+        kept = server.headers if headers is None else headers
+    except crypto.SecretUnreadable:
+        kept = None
+    if headers is None and not same_origin(url, server.url):
+        kept = {}
+    after = {"name": name, "url": url, "enabled": enabled, "headers": _masked(kept or {})}
+    detail = _changes(before, after, server, kept)
+    try:
+        if kept is None:
+            raise NotAllowed(UNREADABLE_HEADERS)
+        if name != server.name and McpServer.objects.filter(name=name).exclude(pk=server.pk).exists():
+            raise NotAllowed(f"A server named {name!r} already exists.")
+        if url != server.url or "headers" in detail["changes"]:
+            _apply_preview(server, server_preview(url=url, headers=kept))
+    except ServiceError as exc:
+        server.refresh_from_db()
+        audit(user, "server_edit", server=server, ok=False, detail={**detail, "error": str(exc)})
+        raise
     with transaction.atomic():
-        server.url, server.enabled = url, enabled
-        server.headers = headers
+        server.name, server.url, server.enabled = name, url, enabled
+        server.headers = kept
         server.save()
-        audit(user, "server_edit", server=server, detail={"url": url, "enabled": enabled})
+        audit(user, "server_edit", server=server, detail=detail)
         events.publish_server_changed(server.pk)
     return server
 
 
-def server_refresh(*, server: McpServer) -> McpServer:
+def server_refresh(*, server: McpServer, user: Any = None) -> McpServer:
     """Discover again and refresh the tool list (and the era, should the server have been upgraded)."""
-    server.era = ""
-    preview = server_preview(url=server.url, headers=server.headers)
-    _apply_preview(server, preview)
-    server.save()
-    events.publish_server_changed(server.pk)
+    try:
+        try:
+            headers = server.headers
+        except crypto.SecretUnreadable:
+            raise NotAllowed(UNREADABLE_HEADERS) from None
+        server.era = ""
+        preview = server_preview(url=server.url, headers=headers)
+    except ServiceError as exc:
+        server.refresh_from_db()
+        audit(user, "server_refresh", server=server, ok=False, detail={"url": server.url, "error": str(exc)})
+        raise
+    with transaction.atomic():
+        _apply_preview(server, preview)
+        server.save()
+        detail = {"url": server.url, "era": server.era, "tools": len(server.tools)}
+        audit(user, "server_refresh", server=server, detail=detail)
+        events.publish_server_changed(server.pk)
     return server
 
 
@@ -114,6 +188,23 @@ def _failing_or_stale(stale: datetime) -> Q:
     return Q(consecutive_failures__gt=0) | Q(last_success_at__isnull=True) | Q(last_success_at__lt=stale)
 
 
+def _bounded(tools: list[Tool]) -> tuple[list[Tool], str]:
+    """The tools that fit MCP_MAX_TOOLS and MCP_MAX_TOOLS_BYTES, in the server's order, and a note if cut."""
+    most, most_bytes = settings.MCP_MAX_TOOLS, settings.MCP_MAX_TOOLS_BYTES
+    kept: list[Tool] = []
+    size = 0
+    for tool in tools:
+        size += len(json.dumps(tool.raw, separators=(",", ":")))
+        if len(kept) == most or size > most_bytes:
+            limits = f"{most} tools and {most_bytes // 1024} KiB of tool descriptions"
+            return kept, (
+                f"This server lists more tools than the dashboard keeps (at most {limits}; "
+                f"MCP_MAX_TOOLS, MCP_MAX_TOOLS_BYTES): only the first {len(kept)} are shown and can be run."
+            )
+        kept.append(tool)
+    return kept, ""
+
+
 def _apply_preview(server: McpServer, preview: DiscoveryPreview) -> None:
     found = preview.discovery
     server.era = found.era
@@ -123,6 +214,44 @@ def _apply_preview(server: McpServer, preview: DiscoveryPreview) -> None:
     server.server_info = found.server_info or {}
     server.instructions = (found.instructions or "")[:10000]
     server.tools = [tool.raw for tool in preview.tools]
+    server.tools_note = preview.tools_note
     server.discovered_at = timezone.now()
     if found.era == "legacy":
         server.listen_supported = False
+
+
+def _masked(headers: dict[str, str]) -> dict[str, str]:
+    return {name: crypto.mask(value) for name, value in headers.items()}
+
+
+def _described(server: McpServer) -> dict[str, Any]:
+    try:
+        headers = _masked(server.headers)
+    except crypto.SecretUnreadable:
+        headers = {"(stored headers)": "unreadable"}
+    return {"name": server.name, "url": server.url, "enabled": server.enabled, "headers": headers}
+
+
+def _changes(
+    before: dict[str, Any], after: dict[str, Any], server: McpServer, headers: dict[str, str] | None
+) -> dict[str, Any]:
+    """{"changes": {field: [old, new]}, "summary": "..."}: the audit detail of an edit, secrets masked."""
+    changes = {
+        key: [before[key], after[key]] for key in ("name", "url", "enabled") if before[key] != after[key]
+    }
+    try:
+        headers_changed = headers is None or headers != server.headers
+    except crypto.SecretUnreadable:
+        headers_changed = True
+    if headers_changed:
+        changes["headers"] = [before["headers"], after["headers"]]
+    summary = "; ".join(f"{key}: {_shown(old)} → {_shown(new)}" for key, (old, new) in changes.items())
+    return {"changes": changes, "summary": summary or "no change"}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)

@@ -9,9 +9,14 @@ from django.shortcuts import get_object_or_404, redirect
 
 from tasksapp import services
 from tasksapp.mcpclient.wire import parse_header_lines
-from tasksapp.models import McpServer, OperatorAction
+from tasksapp.models import LARGE_SERVER_COLUMNS, McpServer, OperatorAction
 from tasksapp.permissions import MANAGE_SERVERS, VIEW, require
 from tasksapp.views.common import page
+
+DROPPED_HEADERS = (
+    "The URL moved to another host, so the stored headers were removed rather than sent there. "
+    "Enter them again if the new server needs them."
+)
 
 
 class ServerForm(forms.Form):
@@ -41,7 +46,10 @@ class ServerEditForm(ServerForm):
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
-        help_text="Leave empty to keep the current headers; write '-' alone to remove them.",
+        help_text=(
+            "Leave empty to keep the current headers (they are removed if the URL moves to another host); "
+            "write '-' alone to remove them."
+        ),
     )
 
     def clean_headers(self) -> dict[str, str] | None:  # type: ignore[override]
@@ -55,7 +63,7 @@ class ServerEditForm(ServerForm):
 
 @require(VIEW)
 def server_list(request: HttpRequest) -> HttpResponse:
-    servers = McpServer.objects.defer("capabilities", "instructions")
+    servers = McpServer.objects.defer(*LARGE_SERVER_COLUMNS)
     return page(
         request, "tasksapp/servers.html", {"servers": servers}, nav="servers", live={"page": "servers"}
     )
@@ -75,6 +83,8 @@ def server_add(request: HttpRequest) -> HttpResponse:
                 messages.success(
                     request, f"Server {server.name} added ({server.era}, {len(server.tools)} tools)."
                 )
+                if server.tools_note:
+                    messages.warning(request, server.tools_note)
                 return redirect("tasks:server-tools", pk=server.pk)
             preview = services.server_preview(url=data["url"], headers=data["headers"])
         except services.ServiceError as exc:
@@ -94,15 +104,20 @@ def server_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = ServerEditForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        moved = data["headers"] is None and not services.same_origin(data["url"], server.url)
+        dropped = moved and bool(server.headers_encrypted)
         try:
             services.server_update(
                 server=server,
+                name=data["name"],
                 url=data["url"],
                 headers=data["headers"],
                 enabled=data["enabled"],
                 user=request.user,
             )
             messages.success(request, f"Server {server.name} saved.")
+            if dropped:
+                messages.warning(request, DROPPED_HEADERS)
             return redirect("tasks:servers")
         except services.ServiceError as exc:
             form.add_error(None, str(exc))
@@ -116,8 +131,10 @@ def server_refresh(request: HttpRequest, pk: int) -> HttpResponse:
     server = get_object_or_404(McpServer, pk=pk)
     if request.method == "POST":
         try:
-            services.server_refresh(server=server)
+            services.server_refresh(server=server, user=request.user)
             messages.success(request, f"Discovered {server.name} again: {len(server.tools)} tools.")
+            if server.tools_note:
+                messages.warning(request, server.tools_note)
         except services.ServiceError as exc:
             messages.error(request, str(exc))
     return redirect("tasks:server-tools", pk=pk)

@@ -29,10 +29,6 @@ SORTS = {"created": "created_at", "status": "status", "tool": "tool_name", "serv
 
 @require(VIEW)
 def task_list(request: HttpRequest) -> HttpResponse:
-    text = request.GET.get("q", "").strip()
-    if text and (exact := RemoteTask.objects.filter(remote_id_hash=crypto.fingerprint(text)).first()):
-        # A task id is a bearer secret: leave the URL that carries it at once for the task's own page.
-        return redirect("tasks:detail", pk=exact.pk)
     tasks, filters = _filtered(request)
     sort = request.GET.get("sort", "-created")
     field = SORTS.get(sort.lstrip("-"), "created_at")
@@ -63,18 +59,25 @@ def _filtered(request: HttpRequest) -> tuple[RemoteTaskQuerySet, dict[str, str]]
     if filters["tool"]:
         tasks = tasks.filter(tool_name=filters["tool"])
     if text := filters["q"]:
-        # A taskId is a secret stored encrypted: it matches exactly, through its fingerprint.
-        tasks = tasks.filter(
-            Q(status_message__icontains=text)
-            | Q(tool_name__icontains=text)
-            | Q(remote_id_hash=crypto.fingerprint(text))
-        )
+        tasks = tasks.filter(Q(status_message__icontains=text) | Q(tool_name__icontains=text))
     return tasks, filters
 
 
 @require(VIEW)
+def task_find(request: HttpRequest) -> HttpResponse:
+    """Find a task by its taskId, a bearer secret: POSTed, so the id never lands in a URL or a log."""
+    text = request.POST.get("task_id", "").strip()[:1000] if request.method == "POST" else ""
+    found = text and RemoteTask.objects.filter(remote_id_hash__in=crypto.fingerprints(text)).first()
+    if found:
+        return redirect("tasks:detail", pk=found.pk)
+    if text:
+        messages.error(request, "No task has that id.")
+    return redirect("tasks:list")
+
+
+@require(VIEW)
 def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    task = get_object_or_404(RemoteTask.objects.select_related("server", "started_by"), pk=pk)
+    task = get_object_or_404(RemoteTask.objects.for_detail(), pk=pk)
     return page(
         request,
         "tasksapp/task_detail.html",
@@ -86,7 +89,7 @@ def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require(CANCEL)
 def task_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    task = get_object_or_404(RemoteTask.objects.select_related("server"), pk=pk)
+    task = get_object_or_404(RemoteTask.objects.for_detail(), pk=pk)
     if request.method != "POST":
         return page(request, "tasksapp/task_cancel.html", {"task": task}, nav="tasks")
     try:
@@ -102,10 +105,13 @@ def task_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @require(VIEW)
 def task_raw(request: HttpRequest, pk: int) -> HttpResponse:
     """The last snapshot as a download. The taskId (a bearer secret) only for who may act on it."""
-    task = get_object_or_404(RemoteTask.objects.select_related("server"), pk=pk)
+    task = get_object_or_404(RemoteTask.objects.for_detail(), pk=pk)
     data = {**task.raw, "result": task.result, "error": task.error, "status": task.status}
     if can(request.user, CANCEL):
-        data = {"taskId": task.remote_id, **data}
+        try:
+            data = {"taskId": task.remote_id, **data}
+        except crypto.SecretUnreadable as exc:
+            data = {"taskId": None, "taskIdUnreadable": str(exc), **data}
     response = JsonResponse(data, json_dumps_params={"indent": 2, "ensure_ascii": False})
     response["Content-Disposition"] = f'attachment; filename="task-{task.pk}.json"'
     return response
