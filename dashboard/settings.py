@@ -115,6 +115,7 @@ AXES_ENABLE_ACCESS_FAILURE_LOG = True
 AXES_LOCKOUT_CALLABLE = "tasksapp.login_throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "tasksapp.login_throttle.client_address"
 AXES_VERBOSE = False
+AXES_SENSITIVE_PARAMETERS: list[str] = []  # the log names the account and address (never the password)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
