@@ -6,7 +6,7 @@ import pytest
 from axes.models import AccessFailureLog
 from django.contrib.auth.models import User
 from django.test import Client
-from pytest_django.fixtures import SettingsWrapper
+from pytest_django.fixtures import Settings as SettingsWrapper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,6 +10,7 @@ decoders inflate each network chunk whole, so 64 KiB of a gzip bomb became 64 Mi
 before the client's size cap could look at it. The caller caps the inflated bytes as it reads.
 """
 
+import errno
 import ipaddress
 import socket
 import ssl
@@ -137,7 +138,7 @@ class _PublicOnlyResolver(aiohttp.abc.AbstractResolver):
         found = await self._inner.resolve(host, port, family)
         for entry in found:
             if refusal := blocked_address(entry["host"]):
-                raise OSError(f"{host} resolves to {refusal}")
+                raise OSError(errno.EACCES, f"{host} resolves to {refusal}")  # aiohttp shows strerror
         return found
 
     async def close(self) -> None:
