@@ -117,6 +117,7 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
     task.refresh_from_db()
     if task.is_terminal or task.expired:
         raise NotAllowed(f"Task #{task.pk} has already finished ({task.display_status}); nothing to cancel.")
+    remote_id, _ = task.remote_id, task.server.headers  # an unreadable secret stops here, before any record
     with transaction.atomic():
         first = RemoteTask.objects.filter(pk=task.pk, cancel_requested_at__isnull=True).update(
             cancel_requested_at=timezone.now()
@@ -125,7 +126,6 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
             task=task, source="operator", note=f"cancel requested by {user or 'the command line'}"
         )
         events.publish_task_changed(task.pk)
-    remote_id = task.remote_id
 
     async def send(client: McpClient) -> None:
         await client.cancel_task(remote_id)
