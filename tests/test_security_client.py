@@ -2,6 +2,7 @@
 
 import json
 import random
+import time
 import tracemalloc
 import zlib
 
@@ -138,3 +139,24 @@ async def test_a_corrupt_or_unasked_encoding_is_named(body: bytes, encoding: str
     async with HostileServer(answering(body, encoding)) as server, McpClient(server.url) as client:
         with pytest.raises(InvalidResponse, match=said):
             await client.request("tools/list")
+
+
+def cpu_to_parse_one_line(size: int, chunk: int = 1024) -> float:
+    """Process CPU to feed one `data:` line of `size` bytes, `chunk` bytes at a time (best of 5)."""
+    stream = b"data: " + b"x" * size + b"\n\n"
+    pieces = [stream[i : i + chunk] for i in range(0, len(stream), chunk)]
+    best = float("inf")
+    for _ in range(5):
+        parser = SseParser(max_event_bytes=len(stream))
+        started = time.process_time()
+        events = [event for piece in pieces for event in parser.feed(piece)]
+        best = min(best, time.process_time() - started)
+        assert len(events) == 1
+    return best
+
+
+def test_parsing_cost_grows_linearly_with_a_trickled_line() -> None:
+    """Not a speed target (bench/sse.py has the figures) but the shape: four times the bytes may
+    cost about four times the CPU, never the sixteen times of a parser that rescans per chunk."""
+    small, large = cpu_to_parse_one_line(512 * 1024), cpu_to_parse_one_line(2 * 1024 * 1024)
+    assert large < 8 * small, f"512 KiB: {small * 1000:.1f} ms, 2 MiB: {large * 1000:.1f} ms"

@@ -35,6 +35,11 @@ class Dashboard:
         """Start a new peak-memory measurement (Linux: clear_refs 5 resets VmHWM)."""
         Path(f"/proc/{self.pid}/clear_refs").write_text("5")
 
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the dashboard process has used so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def peak_rss_mib(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
