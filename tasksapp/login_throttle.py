@@ -19,8 +19,8 @@ def client_address(request: HttpRequest) -> str | None:
         hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
         if hops:
             return hops[-1]
-    address: str | None = request.META.get("REMOTE_ADDR")
-    return address
+    address = request.META.get("REMOTE_ADDR")
+    return str(address) if address else None
 
 
 def locked_out(request: HttpRequest, *args: Any) -> HttpResponse:
