@@ -14,8 +14,8 @@ from tasksapp.permissions import MANAGE_SERVERS, VIEW, require
 from tasksapp.views.common import page
 
 DROPPED_HEADERS = (
-    "The URL moved to another host, so the stored headers were removed rather than sent there. "
-    "Enter them again if the new server needs them."
+    "The URL moved to another origin (scheme, host or port), so the stored headers were removed rather "
+    "than sent there. Enter them again if the new server needs them."
 )
 
 
@@ -47,8 +47,8 @@ class ServerEditForm(ServerForm):
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
         help_text=(
-            "Leave empty to keep the current headers (they are removed if the URL moves to another host); "
-            "write '-' alone to remove them."
+            "Leave empty to keep the current headers (removed if the URL moves to another scheme, "
+            "host or port); write '-' alone to remove them."
         ),
     )
 
