@@ -9,6 +9,7 @@ import json
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -48,6 +49,17 @@ class McpServer(models.Model):
     last_error_at = models.DateTimeField(null=True, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
     backoff_until = models.DateTimeField(null=True, blank=True)
+
+    read_timeout_seconds = models.PositiveIntegerField(
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(3600)],
+        help_text="the longest silence allowed while reading an answer (tools/call excepted)",
+    )
+    call_timeout_seconds = models.PositiveIntegerField(
+        default=600,
+        validators=[MinValueValidator(1), MaxValueValidator(86400)],
+        help_text="how long a tools/call may take to answer, silence included",
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
 

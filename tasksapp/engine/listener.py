@@ -3,16 +3,22 @@
 A stream is rebuilt (coalesced) when tasks are added; the old one closes once the new one's ack is
 in, so nothing falls between them. After a reconnect every task is polled once, because nothing
 is replayed. While a stream is healthy its tasks are polled only as a slow safety net.
+
+One attempt at a time: a new stream is opened only after the previous attempt was acknowledged
+or ended, never while the server is backing off, and an attempt whose acknowledgement does not
+come within ACK_SECONDS is closed. Only a definite refusal (HTTP 404/405, -32601) means the server
+has no listen; an acknowledgement that names none of the tasks means it does not know them (it
+restarted, or they expired): they are polled, and listen is tried again for tasks added later.
 """
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
 
-from asgiref.sync import sync_to_async
-
 from tasksapp import services
+from tasksapp.connections import db_step
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
 from tasksapp.mcpclient import DetailedTask, ListenAck, ListenEnded, ListenUnsupported, McpError
 
@@ -21,6 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 COALESCE_SECONDS = 0.2
+ACK_SECONDS = 10.0
 
 
 class ListenSupervisor:
@@ -28,17 +35,21 @@ class ListenSupervisor:
         self.worker = worker
         self.server = server
         self.connected = False
+        self.attempts = 0
         self._desired: set[str] = set()
         self._listening: set[str] = set()
+        self._unknown: set[str] = set()  # acknowledged without them: the server does not know them
         self._changed = asyncio.Event()
         self._streams: list[asyncio.Task[None]] = []
         self._failures = 0
+        self._retry_at = 0.0  # monotonic; the listener's own back-off after a failed attempt
         self._runner = asyncio.create_task(self._run())
 
     def want(self, remote_ids: set[str]) -> None:
         """The tasks the worker holds on this server; only additions need a new stream."""
         self._desired = remote_ids
-        if remote_ids - self._listening:
+        self._unknown &= remote_ids
+        if remote_ids - self._listening - self._unknown:
             self._changed.set()
 
     async def close(self) -> None:
@@ -52,26 +63,44 @@ class ListenSupervisor:
         while True:
             await self._changed.wait()
             await asyncio.sleep(COALESCE_SECONDS)
+            await self._wait_out_backoff()
             self._changed.clear()
-            ids = set(self._desired)
-            if not ids:
+            ids = self._desired - self._unknown
+            if not ids - self._listening:
                 continue
-            self._streams = [s for s in self._streams if not s.done()]
-            self._streams.append(asyncio.create_task(self._stream(ids, previous=list(self._streams))))
+            previous = [s for s in self._streams if not s.done()]
+            acked = asyncio.Event()
+            stream = asyncio.create_task(self._stream(ids, previous, acked))
+            self._streams = [*previous, stream]
+            self.attempts += 1
+            await _first_of(stream, acked)
 
-    async def _stream(self, ids: set[str], previous: list[asyncio.Task[None]]) -> None:
+    async def _wait_out_backoff(self) -> None:
+        """Follow the server's back-off (shared with polling) and this listener's own."""
+        # A deadline that may move (a failed poll extends the server's back-off), not an event.
+        while (delay := max(self._retry_at, self.server.backoff_until) - time.monotonic()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(delay)
+
+    async def _stream(self, ids: set[str], previous: list[asyncio.Task[None]], acked: asyncio.Event) -> None:
         acked_at = 0.0
+        events = self.server.client.listen(sorted(ids))
         try:
-            async for event in self.server.client.listen(sorted(ids)):
-                if isinstance(event, ListenAck):
-                    acked_at = time.monotonic()
-                    await self._acknowledged(ids, set(event.task_ids), previous)
-                elif isinstance(event, ListenEnded):
-                    break
-                else:
-                    await self._pushed(event)
+            async with asyncio.timeout(ACK_SECONDS) as ack_deadline:
+                async for event in events:
+                    if isinstance(event, ListenAck):
+                        ack_deadline.reschedule(None)
+                        acked_at = time.monotonic()
+                        acked.set()
+                        if not await self._acknowledged(ids, set(event.task_ids), previous):
+                            return
+                    elif isinstance(event, ListenEnded):
+                        break
+                    else:
+                        await self._pushed(event)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            log.info("listen to %s: no acknowledgement within %g s; closed it", self.server.name, ACK_SECONDS)
         except ListenUnsupported:
             await self._unsupported()
             return
@@ -79,29 +108,33 @@ class ListenSupervisor:
             log.info("listen stream to %s ended: %s", self.server.name, exc)
         except Exception:  # the loop boundary: a failed write must not end push for this server
             log.exception("listen stream to %s failed; reconnecting", self.server.name)
+        finally:
+            await events.aclose()  # an abandoned stream releases its connection now, not at exit
+        self._lost(ids, acked_at)
+
+    def _lost(self, ids: set[str], acked_at: float) -> None:
         self.connected = False
         self._uncover(ids)
         short_lived = not acked_at or time.monotonic() - acked_at < 5
         self._failures = self._failures + 1 if short_lived else 0
-        await asyncio.sleep(backoff_delay(max(self._failures, 1)))
+        self._retry_at = time.monotonic() + backoff_delay(max(self._failures, 1))
         self._listening -= ids
         self._changed.set()
 
     async def _acknowledged(
         self, ids: set[str], honoured: set[str], previous: list[asyncio.Task[None]]
-    ) -> None:
+    ) -> bool:
+        """Returns False when the server knows none of the tasks (the stream is then closed)."""
+        self._unknown |= ids - honoured
         if not honoured & ids:
-            # The server acks listen but will not push these tasks (the SDK drops taskIds): poll only.
-            await self._unsupported()
-            return
+            log.info("listen to %s: the server knows none of %d tasks; polled", self.server.name, len(ids))
+            return False
         was_covered = set(self._listening)
         self.connected = True
         self._listening = honoured & ids
         for stream in previous:
             stream.cancel()
-        await sync_to_async(services.server_set_listen_support)(
-            server_id=self.server.server_id, supported=True
-        )
+        await db_step(services.server_set_listen_support)(server_id=self.server.server_id, supported=True)
         for remote_id in self._listening:
             task = self._task(remote_id)
             if task is None:
@@ -109,6 +142,7 @@ class ListenSupervisor:
             task.pushed = True
             if remote_id not in was_covered and not task.in_flight:
                 self.worker.schedule(task, 0.0)  # catch up: nothing is replayed on a new stream
+        return True
 
     async def _pushed(self, snapshot: DetailedTask) -> None:
         task = self._task(snapshot.task_id)
@@ -120,9 +154,7 @@ class ListenSupervisor:
     async def _unsupported(self) -> None:
         self.server.listen_wanted = False
         self.connected = False
-        await sync_to_async(services.server_set_listen_support)(
-            server_id=self.server.server_id, supported=False
-        )
+        await db_step(services.server_set_listen_support)(server_id=self.server.server_id, supported=False)
 
     def _uncover(self, ids: set[str]) -> None:
         for remote_id in ids:
@@ -135,3 +167,14 @@ class ListenSupervisor:
     def _task(self, remote_id: str) -> "TrackedTask | None":
         pk = self.server.remote_to_pk.get(remote_id)
         return self.worker.tasks.get(pk) if pk is not None else None
+
+
+async def _first_of(stream: asyncio.Task[None], acked: asyncio.Event) -> None:
+    """Wait until the stream is acknowledged or has ended."""
+    waiter = asyncio.create_task(acked.wait())
+    try:
+        await asyncio.wait([stream, waiter], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiter

@@ -1,5 +1,6 @@
 """The worker's database side: leases, loading what it holds, heartbeats. Synchronous; the engine
-calls these through sync_to_async. Several workers may run these at once on PostgreSQL."""
+calls these through tasksapp.connections.db_step (which also replaces a lost connection).
+Several workers may run these at once on PostgreSQL."""
 
 import math
 import os
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from tasksapp import crypto
@@ -17,6 +18,8 @@ from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
 from tasksapp.services.tasks import stored_fingerprint
 
 CLAIM_BATCH = 2000
+ID_CHUNK = 2000  # ids per IN (...) list: well inside SQLite's limit on query parameters
+SHARE_SLACK = 1  # a worker may hold one task above its fair share, so a new task never waits for one
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class ServerRow:
     signature: tuple[str, str, str]
     era: str
     listen_wanted: bool
+    failing: bool
+    read_timeout: float
+    call_timeout: float
 
 
 def lease_span() -> timedelta:
@@ -46,8 +52,17 @@ def enabled_servers() -> dict[int, ServerRow]:
             name=server.name,
             url=server.url,
             headers=headers,
-            signature=(server.url, server.headers_encrypted, server.era),
+            signature=(
+                server.url,
+                server.headers_encrypted,
+                server.era,
+                server.read_timeout_seconds,
+                server.call_timeout_seconds,
+            ),
             era=server.era,
+            failing=server.consecutive_failures > 0,
+            read_timeout=server.read_timeout_seconds,
+            call_timeout=server.call_timeout_seconds,
             listen_wanted=server.era == "modern"
             and server.tasks_supported
             and server.listen_supported is not False,
@@ -62,9 +77,8 @@ def claim(worker: str, held: int) -> set[int]:
     load instead of the first one taking everything. SKIP LOCKED keeps concurrent claimers apart,
     and the conditional UPDATE keeps them apart where the database has no row locks (SQLite).
     """
-    close_old_connections()
     now = timezone.now()
-    wanted = min(fair_share(worker) - held, CLAIM_BATCH)
+    wanted = min(fair_share(worker) + SHARE_SLACK - held, CLAIM_BATCH)
     if wanted <= 0:
         return set()
     with transaction.atomic():
@@ -82,18 +96,49 @@ def claim(worker: str, held: int) -> set[int]:
 
 
 def fair_share(worker: str) -> int:
-    """Active tasks divided by the live workers (this one included), rounded up."""
-    since = timezone.now() - lease_span()
+    """Active tasks divided by the live workers (this one included), rounded up.
+
+    Live here means it beat within three heartbeats: a frozen worker stops counting well before
+    its leases lapse, so the others take on the new tasks it can no longer claim.
+    """
+    since = timezone.now() - min(lease_span(), 3 * heartbeat_span())
     live = WorkerHeartbeat.objects.filter(stopped_at__isnull=True, last_beat_at__gte=since)
     workers = live.exclude(worker=worker).count() + 1
     return math.ceil(RemoteTask.objects.active().count() / workers)
 
 
-def renew(worker: str) -> set[int]:
-    """Extend every lease this worker holds; returns the active tasks it still holds."""
-    close_old_connections()
-    RemoteTask.objects.filter(leased_by=worker).update(lease_until=timezone.now() + lease_span())
-    return set(RemoteTask.objects.active().filter(leased_by=worker).values_list("id", flat=True))
+def renew(worker: str, ids: set[int]) -> set[int]:
+    """Extend the leases of the tasks this process holds (not others held under the same name);
+    returns those of them that are still active and still ours."""
+    until = timezone.now() + lease_span()
+    kept: set[int] = set()
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), ID_CHUNK):
+        chunk = ordered[start : start + ID_CHUNK]
+        RemoteTask.objects.filter(leased_by=worker, id__in=chunk).update(lease_until=until)
+        mine = RemoteTask.objects.active().filter(leased_by=worker, id__in=chunk)
+        kept.update(mine.values_list("id", flat=True))
+    return kept
+
+
+def adopt(worker: str) -> set[int]:
+    """At start: the active tasks a predecessor under the same name still holds, leased anew.
+
+    A supervisor restarting `--name host-1` would otherwise leave them to lapse, or, worse, keep
+    renewing leases on tasks nobody polls.
+    """
+    held = RemoteTask.objects.active().filter(leased_by=worker)
+    held.update(lease_until=timezone.now() + lease_span())
+    return set(held.values_list("id", flat=True))
+
+
+def heartbeat_span() -> timedelta:
+    return timedelta(seconds=heartbeat_seconds())
+
+
+def heartbeat_seconds() -> float:
+    """How often a worker beats: well inside the lease window that others judge it by."""
+    return min(5.0, settings.MCP_LEASE_SECONDS / 3)
 
 
 def release(worker: str, ids: list[int] | None = None) -> None:

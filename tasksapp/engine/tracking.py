@@ -48,8 +48,10 @@ class ServerState:
     server_id: int
     name: str
     client: McpClient
-    signature: tuple[str, str, str]  # (url, encrypted headers, era): rebuild the client when it changes
+    signature: tuple[object, ...]  # url, encrypted headers, era, timeouts: rebuild the client on change
     listen_wanted: bool
+    recorded_failing: bool = False  # the server row says it is failing (maybe by another worker)
+    probing: bool = False
     failures: int = 0
     backoff_until: float = 0.0  # monotonic
     last_success_recorded: float = 0.0

@@ -13,26 +13,33 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.engine import store
+from tasksapp.connections import CONNECTION_LOST, db_step
+from tasksapp.engine import chores, store
 from tasksapp.engine.listener import ListenSupervisor
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
-from tasksapp.mcpclient import DetailedTask, McpClient, McpError, ProtocolError, TransportError
+from tasksapp.mcpclient import (
+    DetailedTask,
+    InvalidResponse,
+    McpError,
+    ProtocolError,
+    TransportError,
+)
 from tasksapp.models import RemoteTask
-from tasksapp.services.common import DASHBOARD_INPUT_KINDS, describe
+from tasksapp.services.common import describe
 from tasksapp.services.tasks import snapshot_fingerprint
 
 log = logging.getLogger(__name__)
 LAG_SAMPLES = 100_000
+DB_BACKOFF_MAX_SECONDS = 5.0
 
 
 def db[R](fn: Callable[..., R]) -> Callable[..., Any]:
-    """Run a synchronous database step off the event loop (one shared thread keeps connections sane)."""
-    return sync_to_async(fn, thread_sensitive=True)
+    """Run a synchronous database step off the event loop, on a live connection (tasksapp.connections)."""
+    return db_step(fn)
 
 
 @dataclass
@@ -61,13 +68,13 @@ class Worker:
         self.name = store.worker_name(name)
         self.refresh_seconds = refresh_seconds
         # Beat well inside the lease window that others use to judge whether this worker is alive.
-        self.heartbeat_seconds = heartbeat_seconds or min(5.0, settings.MCP_LEASE_SECONDS / 3)
+        self.heartbeat_seconds = heartbeat_seconds or store.heartbeat_seconds()
         self.listen = listen
         self.tasks: dict[int, TrackedTask] = {}
         self.servers: dict[int, ServerState] = {}
         self.listeners: dict[int, ListenSupervisor] = {}
         self.stats = WorkerStats()
-        self._transport_factory = transport_factory
+        self.transport_factory = transport_factory
         self._queue: list[tuple[float, int, int]] = []
         self._seq = itertools.count()
         self.max_in_flight = max_in_flight
@@ -77,28 +84,42 @@ class Worker:
         self._stop = asyncio.Event()
         self._started: datetime = timezone.now()
         self._next_renew = 0.0
+        self._adopted = False
+        self._db_failures = 0
+        self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
 
     # --- the steps ------------------------------------------------------------------------
 
     async def refresh(self) -> None:
         """Sync servers, renew leases now and then, claim new tasks, and drop what is gone."""
-        self._sync_servers(await db(store.enabled_servers)())
+        chores.sync_servers(self, await db(store.enabled_servers)())
+        if not self._adopted:
+            # A process restarted under the same --name takes over what its predecessor held at once.
+            self._track_all(await db(store.load_tasks)(await db(store.adopt)(self.name)))
+            self._adopted = True
         if time.monotonic() >= self._next_renew:
             self._next_renew = time.monotonic() + settings.MCP_LEASE_SECONDS / 3
-            held = await db(store.renew)(self.name)
+            held = await db(store.renew)(self.name, set(self.tasks))
             for pk in self.tasks.keys() - held:
                 self.forget(pk)
             await self._shed_excess()
         while new := await db(store.claim)(self.name, len(self.tasks)):
-            for task in await db(store.load_tasks)(new - self.tasks.keys()):
-                self.track(task)
+            self._track_all(await db(store.load_tasks)(new - self.tasks.keys()))
             if len(new) < store.CLAIM_BATCH:
                 break
-        self._update_listeners()
+        self._database_ok()
+        chores.update_listeners(self)
+
+    def _track_all(self, tasks: list[TrackedTask]) -> None:
+        # Spread a large batch (a takeover, a restart) over up to 5 s rather than one burst of polls;
+        # a few new tasks are polled at once.
+        window = min(5.0, len(tasks) / 100)
+        for task in tasks:
+            self.track(task, window)
 
     async def _shed_excess(self) -> None:
         """Give back tasks beyond the fair share, so a worker started later gets its part."""
-        excess = len(self.tasks) - await db(store.fair_share)(self.name)
+        excess = len(self.tasks) - await db(store.fair_share)(self.name) - store.SHARE_SLACK
         if excess <= 0:
             return
         spare = sorted((t for t in self.tasks.values() if not t.in_flight), key=lambda t: -t.due)[:excess]
@@ -118,8 +139,9 @@ class Worker:
             server = self.servers.get(task.server_id)
             if server is None:
                 continue
-            if server.backing_off(now):
-                self.schedule(task, server.backoff_until - now + random.uniform(0, 1))
+            if server.backing_off(now) or self._db_backoff_until > now:
+                until = max(server.backoff_until, self._db_backoff_until)
+                self.schedule(task, until - now + random.uniform(0, 1))
                 continue
             task.in_flight = True
             poll = asyncio.create_task(self._poll(task, server, due))
@@ -153,7 +175,7 @@ class Worker:
             await self.drain()
             await self.shutdown()
             return
-        chores = [asyncio.create_task(self._follow_nudges()), asyncio.create_task(self._housekeeping())]
+        jobs = [asyncio.create_task(chores.follow_nudges(self)), asyncio.create_task(self._housekeeping())]
         try:
             while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 await self.poll_due()
@@ -165,13 +187,13 @@ class Worker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), max(0.0, wake_at - time.monotonic()))
         finally:
-            for chore in chores:
-                chore.cancel()
-            await asyncio.gather(*chores, return_exceptions=True)
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
             await self.shutdown()
 
     async def _housekeeping(self) -> None:
-        """Leases, heartbeats and stuck answers, beside the poll loop: a slow database statement
+        """Leases, heartbeats, stuck answers and probes, beside the poll loop: a slow database statement
         (renewing 10,000 leases) must never hold back a poll that is due."""
         next_beat = next_refresh = 0.0
         while True:
@@ -184,6 +206,9 @@ class Worker:
                 if now >= next_refresh:
                     next_refresh = now + self.refresh_seconds
                     await self.refresh()
+                    chores.probe_idle_servers(self)
+            except CONNECTION_LOST as exc:  # a database restart: say so once a second, keep trying
+                log.warning("worker %s: database unreachable (%s); retrying", self.name, exc)
             except Exception:  # the loop boundary: a database hiccup must not stop the worker
                 log.exception("worker %s: housekeeping failed; retrying", self.name)
             await asyncio.sleep(max(0.05, min(next_beat, next_refresh) - time.monotonic()))
@@ -205,14 +230,13 @@ class Worker:
 
     # --- tracking -------------------------------------------------------------------------
 
-    def track(self, task: TrackedTask) -> None:
+    def track(self, task: TrackedTask, window: float = 0.0) -> None:
         server = self.servers.get(task.server_id)
         if server is None:
             return
         self.tasks[task.pk] = task
         server.remote_to_pk[task.remote_id] = task.pk
-        # Spread freshly claimed tasks over a short window rather than one burst of N polls.
-        self.schedule(task, random.uniform(0, min(poll_delay(task.poll_interval_ms, covered=False), 5.0)))
+        self.schedule(task, random.uniform(0, min(poll_delay(task.poll_interval_ms, covered=False), window)))
 
     def forget(self, pk: int) -> None:
         task = self.tasks.pop(pk, None)
@@ -258,24 +282,52 @@ class Worker:
     async def _poll(self, task: TrackedTask, server: ServerState, due: float) -> None:
         self.stats.record_lag(time.monotonic() - due)
         try:
-            snapshot = await server.client.get_task(task.remote_id)
-            self.stats.polls += 1
-            await self._server_ok(server)
-            await self.apply(task, snapshot, "poll")
-        except ProtocolError as exc:
-            await self._task_failed(task, exc)
-        except TransportError as exc:
-            await self._server_failed(server, task, exc)
-        except McpError as exc:
-            await self._task_failed(task, exc)
+            await self._poll_once(task, server)
+        except CONNECTION_LOST as exc:
+            self._database_failed(task, exc)
         except Exception:  # the loop boundary: log with the task and server, keep going
             log.exception("polling task #%s on %s failed", task.pk, server.name)
             self.stats.errors += 1
-            self.schedule(task, backoff_delay(task.errors + 1))
+            task.errors += 1
+            self.schedule(task, backoff_delay(task.errors))
         finally:
             task.in_flight = False
             if len(self._in_flight) >= self.max_in_flight:
                 self._wake.set()  # a slot frees up for polls that are already due
+
+    async def _poll_once(self, task: TrackedTask, server: ServerState) -> None:
+        """One tasks/get and what follows from it; every outcome reschedules or forgets the task."""
+        try:
+            snapshot = await server.client.get_task(task.remote_id)
+        except ProtocolError as exc:
+            await self._server_ok(server)  # it answered: reachable, whatever it thinks of the task
+            await self._task_failed(task, exc)
+            return
+        except TransportError as exc:
+            await self._server_failed(server, exc, task)
+            return
+        except McpError as exc:
+            await self._task_failed(task, exc)
+            return
+        self.stats.polls += 1
+        await self._server_ok(server)
+        await self.apply(task, snapshot, "poll")
+
+    def _database_failed(self, task: TrackedTask, exc: Exception) -> None:
+        """The mirror cannot be written: every poll waits (capped back-off) instead of re-polling."""
+        self.stats.errors += 1
+        now = time.monotonic()
+        if self._db_backoff_until <= now:
+            self._db_failures += 1
+            delay = min(backoff_delay(self._db_failures), DB_BACKOFF_MAX_SECONDS)
+            self._db_backoff_until = now + delay
+            log.warning("worker %s: database unreachable (%s); polls wait %.1f s", self.name, exc, delay)
+        self.schedule(task, self._db_backoff_until - now + random.uniform(0, 1))
+
+    def _database_ok(self) -> None:
+        if self._db_failures:
+            log.info("worker %s: the database is back", self.name)
+            self._db_failures, self._db_backoff_until = 0, 0.0
 
     async def _task_failed(self, task: TrackedTask, exc: McpError) -> None:
         self.stats.errors += 1
@@ -287,7 +339,9 @@ class Worker:
         await db(_record_error)(task.pk, describe(exc))
         self.schedule(task, backoff_delay(task.errors))
 
-    async def _server_failed(self, server: ServerState, task: TrackedTask, exc: TransportError) -> None:
+    async def _server_failed(
+        self, server: ServerState, exc: TransportError, task: TrackedTask | None = None
+    ) -> None:
         self.stats.errors += 1
         now = time.monotonic()
         if not server.backing_off(now):
@@ -299,9 +353,11 @@ class Worker:
             await db(services.server_record_failure)(
                 server_id=server.server_id, error=str(exc), failures=server.failures, backoff_until=until
             )
+        if task is None:
+            return
         grace = settings.MCP_TTL_GRACE_MS / 1000
         if task.ttl_deadline is not None and time.time() > task.ttl_deadline + grace:
-            await db(_expire)(task.pk, "its TTL passed while the server was unreachable")
+            await db(_expire)(task.pk, f"its TTL passed while {_what_went_wrong(exc)}")
             self.forget(task.pk)
             return
         self.schedule(task, server.backoff_until - now + random.uniform(0, 1))
@@ -314,83 +370,21 @@ class Worker:
             server.failures, server.backoff_until, server.last_success_recorded = 0, 0.0, now
             await db(services.server_record_success)(server_id=server.server_id, now=timezone.now())
 
-    # --- servers, listeners and nudges ----------------------------------------------------
+    # --- background jobs (engine.chores) -------------------------------------------------
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         job = asyncio.create_task(coroutine)
         self._background.add(job)
         job.add_done_callback(self._background.discard)
 
-    def _sync_servers(self, rows: dict[int, store.ServerRow]) -> None:
-        for pk in self.servers.keys() - rows.keys():
-            self._drop_server(pk)
-        for pk, row in rows.items():
-            current = self.servers.get(pk)
-            if current is not None and current.signature == row.signature:
-                current.listen_wanted = row.listen_wanted and self.listen
-                continue
-            if current is not None:
-                self._drop_server(pk)
-            self.servers[pk] = ServerState(
-                server_id=pk,
-                name=row.name,
-                client=self._client(row),
-                signature=row.signature,
-                listen_wanted=row.listen_wanted and self.listen,
-            )
-
-    def _drop_server(self, pk: int) -> None:
-        state = self.servers.pop(pk)
-        if listener := self.listeners.pop(pk, None):
-            self._spawn(listener.close())
-        self._spawn(state.client.aclose())
-        for task_pk in [t.pk for t in self.tasks.values() if t.server_id == pk]:
-            self.tasks.pop(task_pk)
-
-    def _client(self, row: store.ServerRow) -> McpClient:
-        era = row.era if row.era in ("modern", "legacy") else None
-        transport = self._transport_factory() if self._transport_factory else None
-        agent = {"User-Agent": f"mcp-tasks-dashboard/0.1 worker/{self.name}"}
-        return McpClient(
-            row.url,
-            headers={**agent, **row.headers},
-            input_kinds=DASHBOARD_INPUT_KINDS,
-            era=era,  # type: ignore[arg-type]
-            max_body_bytes=settings.MCP_MAX_BODY_BYTES,
-            transport=transport,
-            block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
-        )
-
-    def _update_listeners(self) -> None:
-        for pk, server in self.servers.items():
-            if not server.listen_wanted:
-                if listener := self.listeners.pop(pk, None):
-                    self._spawn(listener.close())
-                continue
-            listener = self.listeners.get(pk)
-            if listener is None:
-                listener = self.listeners[pk] = ListenSupervisor(self, server)
-            listener.want(set(server.remote_to_pk))
-
-    async def _follow_nudges(self) -> None:
-        """Poll at once what an operator just answered or cancelled (needs a shared channel layer)."""
-        from channels.layers import get_channel_layer
-
-        from tasksapp import events
-
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        channel = await layer.new_channel()
-        await layer.group_add(events.WORKERS, channel)
-        while True:
-            message = await layer.receive(channel)
-            task = self.tasks.get(int(message.get("id", 0)))
-            if task is not None and not task.in_flight:
-                self.schedule(task, 0.0)
-            elif task is None:
-                self._next_renew = 0.0
-                self._wake.set()
+    def nudged(self, pk: int) -> None:
+        """An operator answered or cancelled task `pk`: poll it now, or claim it if it is not ours yet."""
+        task = self.tasks.get(pk)
+        if task is not None and not task.in_flight:
+            self.schedule(task, 0.0)
+        elif task is None:
+            self._next_renew = 0.0
+            self._wake.set()
 
 
 def _apply_snapshot(pk: int, snapshot: DetailedTask, source: str) -> bool:
@@ -414,3 +408,12 @@ def _deadline(snapshot: DetailedTask) -> float | None:
     if created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
     return created.timestamp() + (snapshot.ttl_ms or 0) / 1000
+
+
+def _what_went_wrong(exc: TransportError) -> str:
+    """What a person reads in the expiry note: unreachable only when it was."""
+    if isinstance(exc, InvalidResponse):
+        return f"the server answered wrongly ({exc})"
+    if exc.status is not None:
+        return f"the server answered HTTP {exc.status} ({exc})"
+    return f"the server was unreachable ({exc})"

@@ -74,7 +74,10 @@ _PERMANENT_STATUSES = {400, 401, 403, 404, 405, 406, 410, 413, 415, 421}
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
-    """Seconds. `read` is the longest silence between bytes; `request` and `call` bound a whole exchange."""
+    """Seconds. `read` is the longest silence between bytes; `request` and `call` bound a whole exchange.
+
+    A tools/call is bounded by `call` alone: servers may stay silent until the tool is done.
+    """
 
     connect: float = 5.0
     read: float = 30.0
@@ -146,6 +149,9 @@ class McpClient:
         self._transport = transport or default_transport(block_private_addresses=block_private_addresses)
         self._url = parsed
         self._timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect).as_dict()
+        # A tools/call may be silent until it answers (the TypeScript SDK's default): its wait is
+        # bounded by the call timeout, not by the read timeout.
+        self._call_timeout = httpx.Timeout(max(timeouts.read, timeouts.call), connect=timeouts.connect)
         self._ids = itertools.count(1)
         self._param_headers: dict[str, dict[str, str]] = {}
         self._legacy_headers: dict[str, str] | None = None
@@ -314,7 +320,7 @@ class McpClient:
         deadline = total or self.timeouts.request
         try:
             async with asyncio.timeout(deadline):
-                response = await self._open(body, headers, None)
+                response = await self._open(body, headers, self._call_timeout if total else None)
                 try:
                     return await self._read_answer(method, request_id, response), response.headers
                 finally:
@@ -429,7 +435,8 @@ class McpClient:
             raise _broken("subscriptions/listen", exc) from exc
         message = _json_or_none(body) if _is_json(response) else None
         error = message.get("error") if isinstance(message, dict) else None
-        if response.status_code == 404 or (isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND):
+        refused = response.status_code in (404, 405)  # a definite "no such method", unlike a 5xx
+        if refused or (isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND):
             raise ListenUnsupported("the server does not support subscriptions/listen; poll instead")
         if isinstance(error, dict):
             raise _protocol_error(error, response.status_code)

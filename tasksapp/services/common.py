@@ -6,7 +6,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
-from tasksapp.mcpclient import InputKinds, McpClient, McpError, ProtocolError
+from tasksapp.mcpclient import InputKinds, McpClient, McpError, ProtocolError, Timeouts
 from tasksapp.models import McpServer, OperatorAction, PendingCall, RemoteTask
 
 # The dashboard has people who can answer all four kinds of input request.
@@ -38,7 +38,13 @@ def client_for(server: McpServer) -> McpClient:
         max_body_bytes=settings.MCP_MAX_BODY_BYTES,
         era=era,  # type: ignore[arg-type]
         block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
+        timeouts=server_timeouts(read=server.read_timeout_seconds, call=server.call_timeout_seconds),
     )
+
+
+def server_timeouts(*, read: float, call: float) -> Timeouts:
+    """A server's configured timeouts; a request as a whole may always last as long as one silence."""
+    return Timeouts(read=read, call=call, request=max(Timeouts().request, read))
 
 
 def with_client[T](server: McpServer, action: Callable[[McpClient], Awaitable[T]]) -> T:

@@ -1,0 +1,73 @@
+"""Database access that survives a dropped connection (a PostgreSQL restart, pg_terminate_backend).
+
+Django replaces a broken connection only between HTTP requests. The worker and the websocket
+consumers make no requests, so their steps go through `resilient`: connections that are stale
+(or that failed before) are handed back before the step and after it, and a step whose
+connection died under it is run once more on a fresh connection. With the connection pool
+(docs/deploy.md) a fresh connection is a checked one from the pool.
+"""
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import SyncToAsync
+from channels.db import DatabaseSyncToAsync
+from django.db import InterfaceError, OperationalError, close_old_connections, connections
+
+log = logging.getLogger(__name__)
+CONNECTION_LOST = (OperationalError, InterfaceError)
+
+
+def resilient[R](fn: Callable[..., R]) -> Callable[..., R]:
+    """`fn` run on a live connection, retried once if the connection was lost while it ran.
+
+    Only for steps that are safe to repeat: every service the worker and consumers call is
+    (writes are idempotent, reads have no effect). Inside a transaction nothing is retried:
+    the transaction is the caller's to repeat.
+    """
+
+    @functools.wraps(fn)
+    def step(*args: Any, **kwargs: Any) -> R:
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        except CONNECTION_LOST as exc:
+            if in_transaction():
+                raise
+            log.warning("database connection lost in %s (%s); retrying on a new connection", _name(fn), exc)
+            drop_connections()
+            return fn(*args, **kwargs)
+        finally:
+            if not in_transaction():
+                close_old_connections()
+
+    return step
+
+
+def in_transaction() -> bool:
+    return any(conn.in_atomic_block for conn in connections.all(initialized_only=True))
+
+
+def drop_connections() -> None:
+    """Close every connection of this thread; the next query opens (or takes from the pool) a new one."""
+    for conn in connections.all(initialized_only=True):
+        try:
+            conn.close()
+        except CONNECTION_LOST:
+            conn.connection = None  # already gone: nothing left to close
+
+
+def db_step[R](fn: Callable[..., R]) -> Callable[..., Awaitable[R]]:
+    """A synchronous database step run off the event loop on the shared database thread."""
+    return SyncToAsync(resilient(fn), thread_sensitive=True)
+
+
+def database_sync_to_async[R](fn: Callable[..., R], *, thread_sensitive: bool = True) -> Callable[..., Any]:
+    """channels' database_sync_to_async, with the step retried once on a lost connection."""
+    return DatabaseSyncToAsync(resilient(fn), thread_sensitive=thread_sensitive)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", repr(fn))

@@ -1,0 +1,136 @@
+"""What runs beside the poll loop: the servers' clients and listeners, probes of idle failing
+servers, and nudges from the channel layer. Each takes the Worker it serves."""
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from tasksapp.engine import store
+from tasksapp.engine.listener import ListenSupervisor
+from tasksapp.engine.tracking import ServerState, backoff_delay
+from tasksapp.mcpclient import McpClient, McpError, TransportError
+from tasksapp.services.common import DASHBOARD_INPUT_KINDS, server_timeouts
+
+if TYPE_CHECKING:
+    from tasksapp.engine.worker import Worker
+
+log = logging.getLogger(__name__)
+NUDGE_RETRY_MAX_SECONDS = 30.0
+
+
+def sync_servers(worker: "Worker", rows: dict[int, store.ServerRow]) -> None:
+    for pk in worker.servers.keys() - rows.keys():
+        _drop_server(worker, pk)
+    for pk, row in rows.items():
+        current = worker.servers.get(pk)
+        if current is not None and current.signature == row.signature:
+            current.listen_wanted = row.listen_wanted and worker.listen
+            current.recorded_failing = row.failing
+            continue
+        if current is not None:
+            _drop_server(worker, pk)
+        worker.servers[pk] = ServerState(
+            server_id=pk,
+            name=row.name,
+            client=_client(worker, row),
+            signature=row.signature,
+            listen_wanted=row.listen_wanted and worker.listen,
+            recorded_failing=row.failing,
+        )
+
+
+def _drop_server(worker: "Worker", pk: int) -> None:
+    state = worker.servers.pop(pk)
+    if listener := worker.listeners.pop(pk, None):
+        worker.spawn(listener.close())
+    worker.spawn(state.client.aclose())
+    for task_pk in [t.pk for t in worker.tasks.values() if t.server_id == pk]:
+        worker.tasks.pop(task_pk)
+
+
+def _client(worker: "Worker", row: store.ServerRow) -> McpClient:
+    era = row.era if row.era in ("modern", "legacy") else None
+    transport = worker.transport_factory() if worker.transport_factory else None
+    agent = {"User-Agent": f"mcp-tasks-dashboard/0.1 worker/{worker.name}"}
+    return McpClient(
+        row.url,
+        headers={**agent, **row.headers},
+        input_kinds=DASHBOARD_INPUT_KINDS,
+        era=era,  # type: ignore[arg-type]
+        max_body_bytes=settings.MCP_MAX_BODY_BYTES,
+        transport=transport,
+        block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
+        timeouts=server_timeouts(read=row.read_timeout, call=row.call_timeout),
+    )
+
+
+def update_listeners(worker: "Worker") -> None:
+    for pk, server in worker.servers.items():
+        if not server.listen_wanted:
+            if listener := worker.listeners.pop(pk, None):
+                worker.spawn(listener.close())
+            continue
+        listener = worker.listeners.get(pk)
+        if listener is None:
+            listener = worker.listeners[pk] = ListenSupervisor(worker, server)
+        listener.want(set(server.remote_to_pk))
+
+
+def probe_idle_servers(worker: "Worker") -> None:
+    """A server recorded as failing that has no task to poll is probed (server/discover) at the
+    pace of its back-off, so its health turns back to healthy once it is back."""
+    now = time.monotonic()
+    for server in worker.servers.values():
+        idle = not server.remote_to_pk and not server.probing
+        if server.recorded_failing and idle and not server.backing_off(now):
+            server.probing = True
+            worker.spawn(_probe(worker, server))
+
+
+async def _probe(worker: "Worker", server: ServerState) -> None:
+    try:
+        await server.client.discover()
+    except TransportError as exc:
+        await worker._server_failed(server, exc)
+    except McpError:
+        await worker._server_ok(server)  # an error answer is an answer: the server is reachable
+    else:
+        await worker._server_ok(server)
+    finally:
+        server.probing = False
+
+
+async def follow_nudges(worker: "Worker") -> None:
+    """Poll at once what an operator just answered or cancelled (needs a shared channel layer).
+
+    A channel layer that fails (Redis restarting) is joined again with back-off; the nudges are
+    a shortcut, polling stays the baseline.
+    """
+    from channels.layers import get_channel_layer
+
+    from tasksapp import events
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    failures = 0
+    while True:
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(events.WORKERS, channel)
+            if failures:
+                log.info("worker %s: receiving nudges again", worker.name)
+            failures = 0
+            while True:
+                message = await layer.receive(channel)
+                worker.nudged(int(message.get("id", 0)))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the loop boundary: Redis down, a timeout, a malformed message
+            failures += 1
+            delay = min(backoff_delay(failures), NUDGE_RETRY_MAX_SECONDS)
+            log.warning("worker %s: nudges stopped (%s); joining again in %.1f s", worker.name, exc, delay)
+            await asyncio.sleep(delay)
