@@ -151,7 +151,7 @@ def _ids_are_not_options(argv: list[str]) -> list[str]:
             positionals += 1
             if positionals == 2 and word in ID_VERBS:
                 rest = argv[index + 1 :]
-                if rest[:1] in (["-h"], ["--help"]):
+                if rest[:1] in (["-h"], ["--help"], ["--"]):  # help, or options already ended by hand
                     return argv
                 return [*argv[: index + 1], "--", *rest]
         index += 1

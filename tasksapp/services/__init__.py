@@ -1,7 +1,7 @@
 """The only code that writes models. Views, the worker, the admin and the commands all call these."""
 
 from tasksapp.services.calls import CallStarted, call_start, pending_call_answer
-from tasksapp.services.common import NotAllowed, RemoteFailed, ServiceError
+from tasksapp.services.common import CallFailed, NotAllowed, NotRecorded, RemoteFailed, ServiceError
 from tasksapp.services.inputs import input_resend_stuck, task_answer
 from tasksapp.services.servers import (
     DiscoveryPreview,
@@ -15,6 +15,7 @@ from tasksapp.services.servers import (
     server_update,
 )
 from tasksapp.services.tasks import (
+    task_adopt,
     task_apply_snapshot,
     task_cancel,
     task_create,
@@ -23,9 +24,11 @@ from tasksapp.services.tasks import (
 )
 
 __all__ = [
+    "CallFailed",
     "CallStarted",
     "DiscoveryPreview",
     "NotAllowed",
+    "NotRecorded",
     "RemoteFailed",
     "ServiceError",
     "call_start",
@@ -39,6 +42,7 @@ __all__ = [
     "server_refresh",
     "server_set_listen_support",
     "server_update",
+    "task_adopt",
     "task_answer",
     "task_apply_snapshot",
     "task_cancel",

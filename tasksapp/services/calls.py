@@ -1,16 +1,30 @@
 """Starting tool calls, and finishing the MRTR rounds a server asks for before a task exists."""
 
+import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
+from tasksapp import crypto
+from tasksapp.connections import CONNECTION_LOST, drop_connections, in_transaction
 from tasksapp.mcpclient import CallOutcome, InputRequired, McpClient, McpError, TaskCreated, ToolResult
 from tasksapp.models import McpServer, PendingCall, RemoteTask
-from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+from tasksapp.services.common import (
+    CallFailed,
+    NotAllowed,
+    NotRecorded,
+    RemoteFailed,
+    audit,
+    describe,
+    with_client,
+)
 from tasksapp.services.tasks import task_create
 
 MAX_ROUNDS = 10
+RECORD_RETRY_PAUSES = (0.0, 0.5, 1.0, 2.0, 4.0)  # a database restart takes a few seconds
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -36,7 +50,7 @@ def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user:
     except McpError as exc:
         audit(user, "start", server=server, ok=False, detail={"tool": tool, "error": describe(exc)})
         raise RemoteFailed(f"{tool} could not be started: {describe(exc)}", cause=exc) from exc
-    return _settle(server, tool, arguments, outcome, user, pending=None)
+    return _record(server, tool, arguments, outcome, user, pending=None)
 
 
 def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user: Any) -> CallStarted:
@@ -61,7 +75,76 @@ def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user
             user, "answer", pending=pending, server=pending.server, ok=False, detail={"error": describe(exc)}
         )
         raise RemoteFailed(f"The answer was not accepted: {describe(exc)}", cause=exc) from exc
-    return _settle(pending.server, pending.tool_name, pending.arguments, outcome, user, pending=pending)
+    return _record(pending.server, pending.tool_name, pending.arguments, outcome, user, pending=pending)
+
+
+def _record(
+    server: McpServer,
+    tool: str,
+    arguments: dict[str, Any],
+    outcome: CallOutcome,
+    user: Any,
+    *,
+    pending: PendingCall | None,
+) -> CallStarted:
+    """Write what the server answered. The answer exists only in this process now: a lost database
+    connection is replaced and the write retried (never the tools/call), and if the database stays
+    away the person is told the task id, so the task can still be found."""
+    for pause in (*RECORD_RETRY_PAUSES, None):
+        try:
+            return _settle(server, tool, arguments, outcome, user, pending=pending)
+        except IntegrityError as exc:
+            if not isinstance(outcome, TaskCreated) or not _known(server, outcome.task.task_id):
+                raise
+            _refuse_reused_id(server, tool, outcome.task.task_id, user, pending, exc)
+        except CONNECTION_LOST as exc:
+            if pause is None or in_transaction():
+                raise NotRecorded(_not_recorded(server, tool, outcome, exc)) from exc
+            log.warning("recording %s on %s: database connection lost (%s); retrying", tool, server.name, exc)
+            drop_connections()
+            time.sleep(pause)
+    raise AssertionError("unreachable")
+
+
+def _known(server: McpServer, task_id: str) -> RemoteTask | None:
+    return RemoteTask.objects.filter(server=server, remote_id_hash=crypto.fingerprint(task_id)).first()
+
+
+def _refuse_reused_id(
+    server: McpServer, tool: str, task_id: str, user: Any, pending: PendingCall | None, exc: Exception
+) -> None:
+    """A server gave a new call a task id it already used: keep the first task, record this call
+    as failed, and say so (never a 500, never a task that silently replaces another)."""
+    existing = _known(server, task_id)
+    earlier = f"task #{existing.pk} ({existing.tool_name})" if existing else "an earlier task"
+    message = (
+        f"{server.name} answered this call with a task id it had already given to {earlier}. "
+        "The call was not recorded as a new task; the earlier task is unchanged. "
+        "The server is reusing task ids: tell its maintainers."
+    )
+    with transaction.atomic():
+        if pending is not None:
+            PendingCall.objects.filter(pk=pending.pk).update(state="failed", last_error=message)
+        action = "answer" if pending else "start"
+        audit(user, action, server=server, pending=pending, ok=False, detail={"tool": tool, "error": message})
+    raise CallFailed(message) from exc
+
+
+def _not_recorded(server: McpServer, tool: str, outcome: CallOutcome, exc: Exception) -> str:
+    what = "answered"
+    if isinstance(outcome, TaskCreated):
+        what = f"started task {outcome.task.task_id}"
+        log.error(
+            "task %s (%s on %s) was started but could not be recorded",
+            outcome.task.task_id,
+            tool,
+            server.name,
+        )
+    return (
+        f"{server.name} {what} for {tool}, but the dashboard's database is unreachable ({exc}), so it "
+        "could not be recorded. Do not run the tool again: once the database is back, "
+        f"`manage.py tasks adopt {server.name} TASK_ID` adds the task to the dashboard."
+    )
 
 
 def _settle(

@@ -21,6 +21,14 @@ class NotAllowed(ServiceError):
     """The action does not fit the current state (already answered, already finished, ...)."""
 
 
+class CallFailed(ServiceError):
+    """The server answered, but with something the dashboard cannot record (a reused task id)."""
+
+
+class NotRecorded(ServiceError):
+    """The server did what was asked, but the database could not record it; the message says what."""
+
+
 class RemoteFailed(ServiceError):
     """The MCP server refused or could not be reached. Nothing was changed locally."""
 

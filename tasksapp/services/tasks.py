@@ -56,6 +56,27 @@ def task_create(
     return task
 
 
+def task_adopt(*, server: McpServer, task_id: str, tool_name: str, user: Any) -> RemoteTask:
+    """Add a task the dashboard did not record (its database was down when the task was started):
+    tasks/get confirms the server knows it, then it is mirrored like any other."""
+    known = RemoteTask.objects.filter(server=server, remote_id_hash=crypto.fingerprint(task_id)).first()
+    if known is not None:
+        raise NotAllowed(f"The dashboard already has this task: #{known.pk}.")
+
+    async def get(client: McpClient) -> DetailedTask:
+        return await client.get_task(task_id)
+
+    try:
+        snapshot = with_client(server, get)
+    except McpError as exc:
+        raise RemoteFailed(f"{server.name} does not confirm that task: {describe(exc)}", cause=exc) from exc
+    with transaction.atomic():
+        task = task_create(server=server, snapshot=snapshot, tool_name=tool_name, arguments={}, user=user)
+        task_note(task=task, source="operator", note=f"adopted by {user or 'the command line'}")
+        audit(user, "start", task=task, detail={"tool": tool_name, "outcome": "adopted"})
+    return task
+
+
 def task_apply_snapshot(*, task: RemoteTask, snapshot: DetailedTask, source: str) -> bool:
     """Bring the mirror up to date with one tasks/get answer or push. Idempotent and monotonic.
 

@@ -4,7 +4,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from tasksapp import services
 from tasksapp.management.commands._base import JsonCommand, json_argument
-from tasksapp.models import RemoteTask
+from tasksapp.models import McpServer, RemoteTask
 from tasksapp.serializers import task_json, task_row_json
 
 
@@ -25,14 +25,22 @@ class Command(JsonCommand):
         answer.add_argument("response", help='RESPONSE_JSON, e.g. {"action": "accept", "content": {…}}')
         cancel = verbs.add_parser("cancel")
         cancel.add_argument("id", type=int)
-        for sub in (listing, show, answer, cancel):
+        adopt = verbs.add_parser("adopt", help="add a task the dashboard failed to record, by its task id")
+        adopt.add_argument("server", help="the server's name")
+        adopt.add_argument("task_id", help="the taskId the server gave")
+        adopt.add_argument("--tool", default="(adopted)", help="the tool that started it, for display")
+        for sub in (listing, show, answer, cancel, adopt):
             sub.add_argument("--json", action="store_true")
 
     def run_from_argv(self, argv: list[str]) -> None:
         # Input keys are opaque and may start with '-' (fastmcp's hold the task id): after
         # `answer`, flags go first and everything else is a value.
-        if len(argv) > 2 and argv[2] == "answer" and "--" not in argv:
+        if len(argv) > 2 and argv[2] in ("answer", "adopt") and "--" not in argv:
             flags = [word for word in argv[3:] if word in ("--json", "-h", "--help", "--traceback")]
+            if argv[2] == "adopt" and "--tool" in argv[3:-1]:
+                at = argv.index("--tool", 3)
+                flags += argv[at : at + 2]
+                argv = [*argv[:at], *argv[at + 2 :]]
             values = [word for word in argv[3:] if word not in flags]
             argv = [*argv[:3], *flags, "--", *values]
         super().run_from_argv(argv)
@@ -41,6 +49,9 @@ class Command(JsonCommand):
         verb = options["verb"]
         if verb == "list":
             self._list(options)
+            return
+        if verb == "adopt":
+            self._adopt(options)
             return
         task = RemoteTask.objects.select_related("server").filter(pk=options["id"]).first()
         if task is None:
@@ -55,12 +66,19 @@ class Command(JsonCommand):
             raise CommandError(str(exc)) from None
         task.refresh_from_db()
         data = task_json(task)
-        self.emit(
-            options,
-            data,
-            f"task #{task.pk} {task.tool_name} on {task.server.name}: {task.display_status}"
-            + (f" — {task.status_message}" if task.status_message else ""),
-        )
+        self.emit(options, data, task_text(task, data, full=verb == "show"))
+
+    def _adopt(self, options: dict[str, Any]) -> None:
+        server = McpServer.objects.filter(name=options["server"]).first()
+        if server is None:
+            raise CommandError(f"no server named {options['server']!r}; see `manage.py servers list`")
+        try:
+            task = services.task_adopt(
+                server=server, task_id=options["task_id"], tool_name=options["tool"], user=None
+            )
+        except services.ServiceError as exc:
+            raise CommandError(str(exc)) from None
+        self.emit(options, task_json(task), f"adopted as task #{task.pk}: {task.display_status}")
 
     def _list(self, options: dict[str, Any]) -> None:
         tasks = RemoteTask.objects.select_related("server")
@@ -71,3 +89,25 @@ class Command(JsonCommand):
         rows = [task_row_json(task) for task in tasks[:1000]]
         lines = [f"#{r['id']:<6} {r['display']:26} {r['server']:16} {r['tool']}" for r in rows]
         self.emit(options, rows, "\n".join(lines) or "no tasks")
+
+
+def task_text(task: RemoteTask, data: dict[str, Any], *, full: bool) -> str:
+    """The text form: the status line, then (for `show`) open input requests and the history."""
+    lines = [
+        f"task #{task.pk} {task.tool_name} on {task.server.name}: {task.display_status}"
+        + (f" — {task.status_message}" if task.status_message else "")
+    ]
+    if not full:
+        return lines[0]
+    if task.last_error:
+        lines.append(f"last error: {task.last_error}")
+    requests = data["inputRequests"]
+    lines.append(f"open input requests: {len(requests) or 'none'}")
+    for key, request in requests.items():
+        message = request["params"].get("message", "") if isinstance(request["params"], dict) else ""
+        lines.append(f"  {key}  {request['method']}  {str(message)[:200]}")
+    lines.append("history:")
+    for event in task.events.all():
+        text = event.note or event.status_message
+        lines.append(f"  {event.observed_at:%Y-%m-%d %H:%M:%S}  {event.source:8}  {event.status:15}  {text}")
+    return "\n".join(lines)
