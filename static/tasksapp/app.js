@@ -31,6 +31,25 @@
     if (document.body.dataset.live === "connecting") { setLive("connecting", "connecting…"); }
   });
 
+  // Run: say what is happening while the server works on the call (the page waits for its answer).
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.id !== "run-form" || form.dataset.running) { return; }
+    form.dataset.running = "1";
+    var button = document.getElementById("run-button"), status = document.getElementById("run-status");
+    var started = Date.now(), limit = form.dataset.callTimeout, server = form.dataset.server;
+    if (button) { button.textContent = "Running…"; button.setAttribute("aria-disabled", "true"); }
+    function show() {
+      var secs = Math.round((Date.now() - started) / 1000);
+      if (status) {
+        status.textContent = "Waiting for " + server + " to answer: " + secs + " s so far, at most " + limit +
+          " s. The tool runs on the server; leaving this page does not stop it.";
+      }
+    }
+    show();
+    setInterval(show, 1000);
+  });
+
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-copy-target]");
     if (!button) { return; }

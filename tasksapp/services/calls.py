@@ -9,7 +9,15 @@ from django.db import IntegrityError, transaction
 
 from tasksapp import crypto
 from tasksapp.connections import CONNECTION_LOST, drop_connections, in_transaction
-from tasksapp.mcpclient import CallOutcome, InputRequired, McpClient, McpError, TaskCreated, ToolResult
+from tasksapp.mcpclient import (
+    CallOutcome,
+    InputRequired,
+    McpClient,
+    McpError,
+    TaskCreated,
+    ToolResult,
+    TransportError,
+)
 from tasksapp.models import McpServer, PendingCall, RemoteTask
 from tasksapp.services.common import (
     CallFailed,
@@ -45,11 +53,19 @@ def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user:
     async def send(client: McpClient) -> CallOutcome:
         return await client.call_tool(tool, arguments)
 
+    began = time.monotonic()
     try:
         outcome = with_client(server, send)
     except McpError as exc:
-        audit(user, "start", server=server, ok=False, detail={"tool": tool, "error": describe(exc)})
-        raise RemoteFailed(f"{tool} could not be started: {describe(exc)}", cause=exc) from exc
+        error = describe(exc)
+        if isinstance(exc, TransportError) and time.monotonic() - began >= server.call_timeout_seconds - 1:
+            error = (
+                f"{server.name} did not answer within its call timeout of {server.call_timeout_seconds} s; "
+                "the tool may still be running there. An administrator can raise the call timeout on "
+                "the server's settings page."
+            )
+        audit(user, "start", server=server, ok=False, detail={"tool": tool, "error": error})
+        raise RemoteFailed(f"{tool} could not be started: {error}", cause=exc) from exc
     return _record(server, tool, arguments, outcome, user, pending=None)
 
 

@@ -54,7 +54,9 @@ def server_preview(*, url: str, headers: dict[str, str]) -> DiscoveryPreview:
         raise RemoteFailed(f"Discovery failed: {describe(exc)}", cause=exc) from exc
 
 
-def server_create(*, name: str, url: str, headers: dict[str, str], user: Any) -> McpServer:
+def server_create(
+    *, name: str, url: str, headers: dict[str, str], user: Any, timeouts: tuple[int, int] | None = None
+) -> McpServer:
     """Discover first; save only a server that answered."""
     attempt = {"name": name, "url": url, "headers": _masked(headers)}
     try:
@@ -67,6 +69,8 @@ def server_create(*, name: str, url: str, headers: dict[str, str], user: Any) ->
     with transaction.atomic():
         server = McpServer(name=name, url=url)
         server.headers = headers
+        if timeouts is not None:
+            server.read_timeout_seconds, server.call_timeout_seconds = timeouts
         _apply_preview(server, preview)
         server.save()
         audit(user, "server_add", server=server, detail={**attempt, "era": server.era})
@@ -98,11 +102,13 @@ def server_update(
     enabled: bool,
     user: Any,
     name: str | None = None,
+    timeouts: tuple[int, int] | None = None,
 ) -> McpServer:
     """Change a server; a new URL or new credentials are discovered again before saving.
 
     headers=None keeps the stored headers, except when the URL moves to another origin: they are
-    then dropped (never sent to the new host) unless given again.
+    then dropped (never sent to the new host) unless given again. `timeouts` is (read, call) in
+    seconds; the worker picks changes up within a second.
     """
     name = server.name if name is None else name
     before = _described(server)
@@ -128,6 +134,9 @@ def server_update(
     with transaction.atomic():
         server.name, server.url, server.enabled = name, url, enabled
         server.headers = kept
+        if timeouts is not None:
+            server.read_timeout_seconds, server.call_timeout_seconds = timeouts
+            detail["timeouts"] = list(timeouts)
         server.save()
         audit(user, "server_edit", server=server, detail=detail)
         events.publish_server_changed(server.pk)
@@ -216,8 +225,8 @@ def _apply_preview(server: McpServer, preview: DiscoveryPreview) -> None:
     server.tools = [tool.raw for tool in preview.tools]
     server.tools_note = preview.tools_note
     server.discovered_at = timezone.now()
-    if found.era == "legacy":
-        server.listen_supported = False
+    # Discovery re-evaluates push: unknown until the worker tries it (a refusal then sets False).
+    server.listen_supported = False if found.era == "legacy" else None
 
 
 def _masked(headers: dict[str, str]) -> dict[str, str]:

@@ -27,6 +27,21 @@ class ServerForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
         help_text="One 'Name: value' per line, e.g. 'Authorization: Bearer …'. Stored encrypted, masked.",
     )
+    call_timeout_seconds = forms.IntegerField(
+        label="Call timeout (seconds)",
+        min_value=1,
+        max_value=86400,
+        initial=600,
+        help_text="How long Run waits for a tool's answer, silence included (some servers say nothing "
+        "until the tool is done).",
+    )
+    read_timeout_seconds = forms.IntegerField(
+        label="Read timeout (seconds)",
+        min_value=1,
+        max_value=3600,
+        initial=30,
+        help_text="The longest silence allowed while reading any other answer.",
+    )
 
     def clean_url(self) -> str:
         url: str = self.cleaned_data["url"]
@@ -78,7 +93,11 @@ def server_add(request: HttpRequest) -> HttpResponse:
         try:
             if "save" in request.POST:
                 server = services.server_create(
-                    name=data["name"], url=data["url"], headers=data["headers"], user=request.user
+                    name=data["name"],
+                    url=data["url"],
+                    headers=data["headers"],
+                    user=request.user,
+                    timeouts=(data["read_timeout_seconds"], data["call_timeout_seconds"]),
                 )
                 messages.success(
                     request, f"Server {server.name} added ({server.era}, {len(server.tools)} tools)."
@@ -100,7 +119,13 @@ def server_add(request: HttpRequest) -> HttpResponse:
 @require(MANAGE_SERVERS)
 def server_edit(request: HttpRequest, pk: int) -> HttpResponse:
     server = get_object_or_404(McpServer, pk=pk)
-    initial: dict[str, Any] = {"name": server.name, "url": server.url, "enabled": server.enabled}
+    initial: dict[str, Any] = {
+        "name": server.name,
+        "url": server.url,
+        "enabled": server.enabled,
+        "read_timeout_seconds": server.read_timeout_seconds,
+        "call_timeout_seconds": server.call_timeout_seconds,
+    }
     form = ServerEditForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -114,6 +139,7 @@ def server_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 headers=data["headers"],
                 enabled=data["enabled"],
                 user=request.user,
+                timeouts=(data["read_timeout_seconds"], data["call_timeout_seconds"]),
             )
             messages.success(request, f"Server {server.name} saved.")
             if dropped:
