@@ -71,6 +71,26 @@ try:
     DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", _DEFAULT_DB), conn_max_age=60)}
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({exc}).") from None
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's connection pool: every thread (Daphne's request and websocket threads, the worker's
+    # database thread) borrows a connection for one step and gives it back, so a process holds at
+    # most DATABASE_POOL_SIZE connections, and each is checked before it is lent (a connection
+    # that PostgreSQL dropped is replaced, never handed out). 0 turns pooling off (e.g. behind
+    # pgbouncer): then connections persist for a minute and are health-checked per request.
+    _POOL_SIZE = env_int("DATABASE_POOL_SIZE", 10)
+    if _POOL_SIZE:
+        from psycopg_pool import ConnectionPool
+
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(2, _POOL_SIZE),
+            "max_size": _POOL_SIZE,
+            "timeout": env_int("DATABASE_POOL_TIMEOUT", 10, minimum=1),
+            "max_idle": 60,
+            "check": ConnectionPool.check_connection,
+        }
+    else:
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The database holds everything (credentials encrypted, but task data in clear): owner only.
     private_dir(VAR_DIR)
@@ -89,10 +109,25 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
+    # tasksapp/redislayer.py says why: connections wait for a free one instead of failing, and a
+    # socket timeout well above channels_redis's 5 s blocking read keeps quiet websockets open.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "BACKEND": "tasksapp.redislayer.PooledRedisChannelLayer",
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "max_connections": env_int("REDIS_MAX_CONNECTIONS", 50, minimum=2),
+                        "timeout": 20,  # seconds a command waits for a free connection
+                        "socket_timeout": env_int("REDIS_SOCKET_TIMEOUT", 30, minimum=10),
+                        "socket_connect_timeout": 5,
+                        "socket_keepalive": True,
+                        "health_check_interval": 15,
+                        "retry_on_timeout": True,
+                    }
+                ]
+            },
         }
     }
 else:

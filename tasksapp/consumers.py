@@ -5,12 +5,11 @@ import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
-from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from tasksapp import events
+from tasksapp.connections import database_sync_to_async
 from tasksapp.models import InputRequest, McpServer, RemoteTask
 from tasksapp.permissions import VIEW, can, roles_of
 from tasksapp.views.present import input_view, task_context
@@ -83,8 +82,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def _refresh_overview(self) -> None:
         try:
             await asyncio.sleep(OVERVIEW_COALESCE_SECONDS)
-            # Its own thread: an expensive aggregate must not queue behind the worker's writes.
-            html = await sync_to_async(_overview, thread_sensitive=False)(self.scope["user"])
+            # Its own thread: an expensive aggregate must not queue behind the worker's writes. The
+            # thread's connection is checked and handed back like any other (tasksapp.connections).
+            html = await database_sync_to_async(_overview, thread_sensitive=False)(self.scope["user"])
             await self.send(text_data=html)
         finally:
             self._overview_due = None
