@@ -34,6 +34,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "tasksapp.middleware.RetryLostConnectionMiddleware",  # first: it may answer a page load again
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -201,6 +202,7 @@ MCP_BACKOFF_BASE_MS = env_int("MCP_BACKOFF_BASE_MS", 1000, minimum=10)
 MCP_BACKOFF_MAX_MS = env_int("MCP_BACKOFF_MAX_MS", 300000, minimum=10)
 MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
 MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
+MCP_LISTEN_ACK_TIMEOUT_MS = env_int("MCP_LISTEN_ACK_TIMEOUT_MS", 10000, minimum=100)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # What a server's tools/list may store (docs/security.md): the rest is left out, and the server page says so.
 MCP_MAX_TOOLS = env_int("MCP_MAX_TOOLS", 1000, minimum=1)

@@ -1,12 +1,13 @@
-"""A TCP proxy at the network edge that can take a server off the network and bring it back.
-
-Faults a real server will not produce on demand; the server behind it stays real.
+"""Fakes at the network edge, for faults a real server will not produce on demand: a TCP proxy that
+takes a server off the network and brings it back (the server behind it stays real), and a
+scripted server for answers no real server gives.
 """
 
 import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from tests.peers.launch import free_port
 
@@ -78,3 +79,38 @@ def outage_proxy(target_url: str) -> Iterator[OutageProxy]:
         yield proxy
     finally:
         proxy.close()
+
+
+class ScriptedServer:
+    """tests/mcpclient/hostile_server.HostileServer on a thread of its own, for synchronous tests:
+    a server that misbehaves exactly as the script says (drips keep-alives, reuses task ids...)."""
+
+    def __init__(self, script: Any) -> None:
+        from tests.mcpclient.hostile_server import HostileServer
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.server = HostileServer(script)
+        asyncio.run_coroutine_threadsafe(self.server.__aenter__(), self._loop).result(10)
+        self.url = self.server.url
+
+    def methods(self) -> list[str]:
+        return [str(message.get("method")) for message in list(self.server.messages)]
+
+    def count(self, method: str) -> int:
+        return self.methods().count(method)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.__aexit__(None, None, None), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+
+@contextmanager
+def scripted_server(script: Any) -> Iterator[ScriptedServer]:
+    server = ScriptedServer(script)
+    try:
+        yield server
+    finally:
+        server.close()

@@ -6,7 +6,7 @@ is replayed. While a stream is healthy its tasks are polled only as a slow safet
 
 One attempt at a time: a new stream is opened only after the previous attempt was acknowledged
 or ended, never while the server is backing off, and an attempt whose acknowledgement does not
-come within ACK_SECONDS is closed. Only a definite refusal (HTTP 404/405, -32601) means the server
+come within MCP_LISTEN_ACK_TIMEOUT_MS is closed. Only a definite refusal (HTTP 404/405, -32601) means the server
 has no listen; an acknowledgement that names none of the tasks means it does not know them (it
 restarted, or they expired): they are polled, and listen is tried again for tasks added later.
 """
@@ -16,6 +16,8 @@ import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
+
+from django.conf import settings
 
 from tasksapp import services
 from tasksapp.connections import db_step
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 COALESCE_SECONDS = 0.2
-ACK_SECONDS = 10.0
 
 
 class ListenSupervisor:
@@ -84,8 +85,9 @@ class ListenSupervisor:
     async def _stream(self, ids: set[str], previous: list[asyncio.Task[None]], acked: asyncio.Event) -> None:
         acked_at = 0.0
         events = self.server.client.listen(sorted(ids))
+        ack_seconds = settings.MCP_LISTEN_ACK_TIMEOUT_MS / 1000
         try:
-            async with asyncio.timeout(ACK_SECONDS) as ack_deadline:
+            async with asyncio.timeout(ack_seconds) as ack_deadline:
                 async for event in events:
                     if isinstance(event, ListenAck):
                         ack_deadline.reschedule(None)
@@ -100,7 +102,7 @@ class ListenSupervisor:
         except asyncio.CancelledError:
             raise
         except TimeoutError:
-            log.info("listen to %s: no acknowledgement within %g s; closed it", self.server.name, ACK_SECONDS)
+            log.info("listen to %s: no acknowledgement within %g s; closed it", self.server.name, ack_seconds)
         except ListenUnsupported:
             await self._unsupported()
             return

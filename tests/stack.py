@@ -1,0 +1,276 @@
+"""The production layout in processes, for fault drills: a fresh PostgreSQL database, a private
+redis-server, Daphne and worker processes, and a logged-in HTTP and websocket client.
+
+Faults are injected only where they happen in production: `pg_terminate_backend` on this test's
+own database (never a restart of the shared PostgreSQL), a private redis-server that is killed and
+started again (never the shared one), processes killed with signals, servers behind a proxy.
+"""
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from tests.peers.launch import ROOT, free_port
+
+POSTGRES = "postgres://postgres@127.0.0.1:5432"
+PASSWORD = secrets.token_urlsafe(16)
+CREATE_OPERATOR = """
+import os
+from django.contrib.auth.models import Group, User
+from tasksapp.permissions import ensure_roles
+ensure_roles()
+user = User.objects.create_user("otto", password=os.environ["STACK_PASSWORD"])
+user.groups.add(Group.objects.get(name="operator"))
+"""
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def postgres_database(prefix: str) -> Iterator[str]:
+    """A fresh, migrated database of this test's own; yields its URL, drops it afterwards."""
+    try:
+        admin = psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"PostgreSQL is not reachable at {POSTGRES} ({exc}); start it.", pytrace=False)
+    name = f"{prefix}_{secrets.token_hex(6)}"
+    url = f"{POSTGRES}/{name}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            manage(env_for(url), "migrate", "--noinput")
+            yield url
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def sql(database_url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        cursor = connection.execute(query, params)  # type: ignore[arg-type]
+        return cursor.fetchall() if cursor.description else []
+
+
+def terminate_backends(database_url: str) -> int:
+    """What a PostgreSQL restart does to every client of this database: cut its connections."""
+    name = database_url.rsplit("/", 1)[1]
+    rows = sql(
+        f"{POSTGRES}/postgres",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        name,
+    )
+    return len(rows)
+
+
+def connections_to(database_url: str) -> int:
+    name = database_url.rsplit("/", 1)[1]
+    [(count,)] = sql(f"{POSTGRES}/postgres", "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", name)
+    return int(count)
+
+
+# --- Redis ----------------------------------------------------------------------------------------
+
+
+class PrivateRedis:
+    """A redis-server of this test's own on a free port, to be killed and started again."""
+
+    def __init__(self, logs: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.fail("redis-server is not installed (apt-get install redis-server).", pytrace=False)
+        self.binary = binary
+        self.port = free_port()
+        self.logs = logs
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        argv = [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", ""]
+        argv += ["--appendonly", "no", "--maxclients", "2000"]
+        with open(self.logs / "redis.log", "ab") as log:
+            self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        wait_until(self.answers, 10, lambda: "redis-server did not start")
+
+    def answers(self) -> bool:
+        try:
+            return self.call("PING") == "PONG"
+        except OSError:
+            return False
+
+    def call(self, *command: str) -> Any:
+        import redis
+
+        client = redis.Redis(port=self.port, socket_timeout=5, decode_responses=True)
+        try:
+            return client.execute_command(*command)
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def close(self) -> None:
+        self.kill()
+
+
+@contextmanager
+def private_redis(logs: Path) -> Iterator[PrivateRedis]:
+    server = PrivateRedis(logs)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+# --- processes ------------------------------------------------------------------------------------
+
+
+def env_for(database_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+    return {**env, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1", "STACK_PASSWORD": PASSWORD, **extra}
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 120, check: bool = True) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check:
+        output = f"{done.stdout}{done.stderr}"
+        assert done.returncode == 0, f"manage.py {args[0]} exited {done.returncode}:\n{output}"
+    return done.stdout + done.stderr
+
+
+class Processes:
+    """Long-running processes with their output in files; shown on failure, all stopped at teardown."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.running: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        with open(self.logs / f"{name}.log", "ab") as log:
+            process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.running[name] = process
+        return process
+
+    def worker(self, name: str, env: dict[str, str], *extra: str) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "manage.py", "worker", "--name", name, *extra]
+        return self.start(f"worker-{name}", argv, env)
+
+    def daphne(self, name: str, env: dict[str, str]) -> str:
+        """A Daphne process serving the dashboard; returns its base URL once it answers."""
+        port = free_port()
+        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+        argv.append("dashboard.asgi:application")
+        self.start(name, argv, env)
+        base = f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"{base}/login/", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(up, 30, self.output)
+        return base
+
+    def stop(self, name: str, signum: int = signal.SIGTERM) -> int:
+        process = self.running[name]
+        if process.poll() is None:
+            process.send_signal(signum)
+        try:
+            return process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise AssertionError(f"{name} ignored signal {signum} for 20 s\n{self.output()}") from None
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def output(self) -> str:
+        return "".join(
+            f"\n--- {name} (exit {process.poll()}) ---\n" + self.log(name)[-5000:]
+            for name, process in self.running.items()
+        )
+
+    def close(self) -> None:
+        for name, process in self.running.items():
+            if process.poll() is None:
+                with suppress(AssertionError):
+                    self.stop(name)
+        print(self.output())  # pytest shows it when the test failed
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[Processes]:
+    running = Processes(tmp_path)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, describe: Callable[[], str]) -> float:
+    """Poll `condition` until it holds; returns the seconds it took, or fails saying why."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, f"timed out after {timeout} s: {describe()}"
+        time.sleep(0.1)
+    return time.monotonic() - started
+
+
+# --- people ---------------------------------------------------------------------------------------
+
+
+def create_operator(env: dict[str, str]) -> None:
+    manage(env, "shell", "-c", CREATE_OPERATOR)
+
+
+def login(base: str, client: httpx.Client | None = None) -> httpx.Client:
+    """An HTTP client logged in as the operator 'otto' (created by create_operator)."""
+    client = client or httpx.Client(base_url=base, timeout=30)
+    page = client.get("/login/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token, page.text[:500]
+    answer = client.post(
+        "/login/",
+        data={"username": "otto", "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)},
+        headers={"Referer": f"{base}/login/"},
+    )
+    assert answer.status_code == 302, answer.text[:500]
+    return client
+
+
+def websocket_headers(base: str, client: httpx.Client) -> dict[str, str]:
+    cookies = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+    return {"Cookie": cookies, "Origin": base}
+
+
+def websocket_url(base: str, page: str) -> str:
+    return base.replace("http://", "ws://") + f"/ws/live/?page={page}"
