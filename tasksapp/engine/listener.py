@@ -6,9 +6,10 @@ is replayed. While a stream is healthy its tasks are polled only as a slow safet
 
 One attempt at a time: a new stream is opened only after the previous attempt was acknowledged
 or ended, never while the server is backing off, and an attempt whose acknowledgement does not
-come within MCP_LISTEN_ACK_TIMEOUT_MS is closed. Only a definite refusal (HTTP 404/405, -32601) means the server
-has no listen; an acknowledgement that names none of the tasks means it does not know them (it
-restarted, or they expired): they are polled, and listen is tried again for tasks added later.
+come within MCP_LISTEN_ACK_TIMEOUT_MS is closed. Only a definite refusal (HTTP 404/405, -32601)
+means the server has no listen; an acknowledgement that names none of the tasks means it does not
+know them (it restarted, or they expired): they are polled, and listen is tried again for tasks
+added later.
 """
 
 import asyncio
