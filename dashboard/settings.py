@@ -80,13 +80,22 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # pgbouncer): then connections persist for a minute and are health-checked per request.
     _POOL_SIZE = env_int("DATABASE_POOL_SIZE", 10)
     if _POOL_SIZE:
+        import psycopg_pool.base
         from psycopg_pool import ConnectionPool
+
+        # psycopg_pool doubles the pause between reconnection attempts (1, 2, 4, 8 s...), so after
+        # a three-second restart the pool would wait another ~15 s before it tried again, and every
+        # page and worker step with it. Retry every second (jittered) for as long as it is away.
+        # (The class is internal and was renamed in 3.3; tests/test_faults_postgres.py notices.)
+        for _name in ("AttemptWithBackoff", "ConnectionAttempt"):
+            if hasattr(psycopg_pool.base, _name):
+                getattr(psycopg_pool.base, _name).DELAY_BACKOFF = 1.0
 
         DATABASES["default"]["CONN_MAX_AGE"] = 0
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": min(2, _POOL_SIZE),
             "max_size": _POOL_SIZE,
-            "timeout": env_int("DATABASE_POOL_TIMEOUT", 10, minimum=1),
+            "timeout": env_int("DATABASE_POOL_TIMEOUT", 30, minimum=1),
             "max_idle": 60,
             "check": ConnectionPool.check_connection,
         }

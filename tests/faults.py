@@ -85,13 +85,13 @@ class ScriptedServer:
     """tests/mcpclient/hostile_server.HostileServer on a thread of its own, for synchronous tests:
     a server that misbehaves exactly as the script says (drips keep-alives, reuses task ids...)."""
 
-    def __init__(self, script: Any) -> None:
+    def __init__(self, script: Any, *, answer_discover: bool = True) -> None:
         from tests.mcpclient.hostile_server import HostileServer
 
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
-        self.server = HostileServer(script)
+        self.server = HostileServer(script, answer_discover=answer_discover)
         asyncio.run_coroutine_threadsafe(self.server.__aenter__(), self._loop).result(10)
         self.url = self.server.url
 

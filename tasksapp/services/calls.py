@@ -31,7 +31,7 @@ from tasksapp.services.common import (
 from tasksapp.services.tasks import task_create
 
 MAX_ROUNDS = 10
-RECORD_RETRY_PAUSES = (0.0, 0.5, 1.0, 2.0, 4.0)  # a database restart takes a few seconds
+RECORD_RETRY_PAUSES = (0.5, 2.0)  # with the pool's own wait for a connection, ~30 s in all
 log = logging.getLogger(__name__)
 
 
