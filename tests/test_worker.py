@@ -7,17 +7,21 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
+from aiohttp import web
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from tasksapp import services
 from tasksapp.engine.worker import Worker
-from tasksapp.models import InputRequest, McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp.models import InputRequest, McpServer, OperatorAction, RemoteTask, WorkerHeartbeat
 from tests.engine_helpers import run_worker, run_worker_until
-from tests.faults import outage_proxy
+from tests.faults import ScriptedServer, outage_proxy
+from tests.mcpclient import hostile_server as hostile
 from tests.peers.launch import ROOT, RunningPeer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,9 +58,9 @@ def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.F
     run_worker_until(lambda: settled(task_id, "completed", "failed"))
     final = cli("tasks", "show", str(task_id))
     assert final["status"] == "completed" and final["inputRequests"] == {}
-    assert [e["status"] for e in final["events"]][:1] == ["working"] or final["events"][0][
-        "source"
-    ] == "create"
+    first = final["events"][0]
+    assert (first["source"], first["status"]) == ("create", "working"), final["events"]
+    assert "input_required" in [e["status"] for e in final["events"]], final["events"]
     assert final["events"][-1]["status"] == "completed"
     assert {
         "id",
@@ -260,6 +264,7 @@ def test_kill_9_loses_nothing_and_sends_no_answer_twice(
     deadline = time.monotonic() + 30
     while InputRequest.objects.filter(state="open").count() < 20 and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert InputRequest.objects.filter(state="open").count() == 20, "the questions never all opened"
     worker.send_signal(signal.SIGKILL)  # mid-flight: slow counts still working, questions open
     worker.wait()
     assert RemoteTask.objects.filter(pk__in=ids).exclude(status__in=("completed",)).count() >= 10
@@ -286,4 +291,147 @@ def test_kill_9_loses_nothing_and_sends_no_answer_twice(
     assert len(answered) == 20 and len(set(answered)) == 20  # every key once, none twice
     assert not RemoteTask.objects.filter(pk__in=ids, expired=True).exists()
     assert WorkerHeartbeat.objects.get(worker="phoenix").stopped_at is not None
-    assert not RemoteTask.objects.exclude(leased_by="").exists()  # SIGTERM released every lease
+    assert not RemoteTask.objects.filter(leased_by="phoenix").exists()  # SIGTERM released every lease
+    # (the killed worker may have finished a task without getting to release it: harmless, it is done)
+    assert not RemoteTask.objects.active().exclude(leased_by="").exists()
+
+
+# --- error paths ----------------------------------------------------------------------------------
+
+TOOL = {"name": "job", "inputSchema": {"type": "object", "properties": {}}}
+QUESTION = {
+    "method": "elicitation/create",
+    "params": {"mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {}}},
+}
+
+
+def scripted(
+    answers: dict[str, Callable[[dict], web.StreamResponse]], **task_fields: object
+) -> ScriptedServer:
+    """A server at the network edge: tools/list and tools/call as usual, other methods as told."""
+    now = timezone.now().isoformat()
+    created = hostile.task(**{"createdAt": now, "lastUpdatedAt": now, **task_fields})
+
+    async def script(request: web.Request, message: dict) -> web.StreamResponse:
+        method = message.get("method", "")
+        if method in answers:
+            return answers[method](message)
+        if method == "tools/list":
+            return hostile.json_reply(hostile.response(message, {"tools": [TOOL]}))
+        if method == "tools/call":
+            return hostile.json_reply(hostile.response(message, {"resultType": "task", **created}))
+        return hostile.json_reply(hostile.response(message, {"resultType": "complete", **created}))
+
+    return ScriptedServer(script)
+
+
+def failing(code: int = -32603) -> Callable[[dict], web.StreamResponse]:
+    return lambda message: hostile.json_reply(hostile.rpc_error(message, code, "it broke"))
+
+
+def started_on(server: ScriptedServer) -> RemoteTask:
+    registered = services.server_create(name="scripted", url=server.url, headers={}, user=None)
+    task = services.call_start(server=registered, tool="job", arguments={}, user=None).task
+    assert task is not None
+    return task
+
+
+def test_the_worker_waits_as_long_as_retry_after_asks(transactional_db: None) -> None:
+    polls: list[tuple[float, int]] = []
+
+    def busy_once(message: dict) -> web.StreamResponse:
+        status = 503 if not polls else 200
+        polls.append((time.monotonic(), status))
+        if status == 503:
+            return hostile.raw_reply(
+                b"busy", status=503, content_type="text/plain", headers={"Retry-After": "3"}
+            )
+        answer = {"resultType": "complete", **hostile.task(createdAt=timezone.now().isoformat())}
+        return hostile.json_reply(hostile.response(message, answer))
+
+    server = scripted({"tasks/get": busy_once}, pollIntervalMs=200)
+    try:
+        task = started_on(server)
+        run_worker_until(lambda: len(polls) >= 2, timeout=15, listen=False)
+    finally:
+        server.close()
+    (refused_at, refused), (next_at, _) = polls[:2]
+    assert refused == 503
+    assert next_at - refused_at >= 3.0, next_at - refused_at  # the 1 s back-off would come sooner
+    assert McpServer.objects.get(pk=task.server_id).consecutive_failures == 0  # then it recovered
+
+
+def test_a_task_expires_when_its_ttl_passes_while_its_server_is_unreachable(
+    transactional_db: None, settings: object
+) -> None:
+    settings.MCP_TTL_GRACE_MS = 0  # type: ignore[attr-defined]
+    server = scripted({}, createdAt="2020-01-01T00:00:00Z", ttlMs=1000)
+    task = started_on(server)
+    server.close()  # gone: connections are refused
+    run_worker_until(lambda: RemoteTask.objects.get(pk=task.pk).expired, timeout=15, listen=False)
+    task.refresh_from_db()
+    assert "TTL passed while the server was unreachable" in task.last_error, task.last_error
+    assert task.events.filter(source="local", note__startswith="expired").count() == 1
+
+
+def test_a_failed_answer_send_goes_back_to_open(transactional_db: None) -> None:
+    server = scripted({"tasks/update": failing()}, status="input_required", inputRequests={"who": QUESTION})
+    try:
+        task = started_on(server)
+        with pytest.raises(services.RemoteFailed, match="not delivered"):
+            services.task_answer(task=task, key="who", response={"action": "decline"}, user=None)
+        assert server.count("tasks/update") == 1
+    finally:
+        server.close()
+    request = InputRequest.objects.get(task=task)
+    assert request.state == "open" and "-32603" in request.last_error
+    assert OperatorAction.objects.filter(action="decline", ok=False).count() == 1
+    assert not task.events.filter(note__contains="declined").exists()
+
+
+def test_stuck_answers_are_resent_once(demo_registered: McpServer, demo_server: RunningPeer) -> None:
+    task = services.call_start(
+        server=demo_registered, tool="ask_form", arguments={"delay": 0}, user=None
+    ).task
+    assert task is not None
+    run_worker_until(lambda: InputRequest.objects.filter(task=task, state="open").exists(), listen=False)
+    # The state a sender leaves when it dies between claiming an answer and sending it.
+    long_ago = timezone.now() - timedelta(minutes=2)
+    InputRequest.objects.filter(task=task).update(
+        state="sending", response={"action": "decline"}, answered_at=long_ago
+    )
+    demo_server.clear()
+    assert services.input_resend_stuck(older_than_seconds=60) == 1
+    assert services.input_resend_stuck(older_than_seconds=60) == 0
+    assert demo_server.method_counts().get("tasks/update") == 1
+    assert InputRequest.objects.get(task=task).state == "answered"
+    run_worker_until(lambda: RemoteTask.objects.get(pk=task.pk).status == "completed", listen=False)
+
+
+def test_a_per_task_error_is_recorded_and_the_server_stays_healthy(transactional_db: None) -> None:
+    server = scripted({"tasks/get": failing()})
+    try:
+        task = started_on(server)
+        run_worker_until(lambda: bool(RemoteTask.objects.get(pk=task.pk).last_error), listen=False)
+    finally:
+        server.close()
+    task.refresh_from_db()
+    assert "-32603" in task.last_error and "it broke" in task.last_error
+    assert not task.expired and task.status == "working"
+    registered = McpServer.objects.get(pk=task.server_id)
+    assert registered.consecutive_failures == 0 and registered.health == "healthy"
+
+
+def test_a_failed_cancel_is_rolled_back(transactional_db: None) -> None:
+    server = scripted({"tasks/cancel": failing()})
+    try:
+        task = started_on(server)
+        with pytest.raises(services.RemoteFailed, match="Could not cancel"):
+            services.task_cancel(task=task, user=None)
+        assert server.count("tasks/cancel") == 1
+    finally:
+        server.close()
+    task.refresh_from_db()
+    assert task.cancel_requested_at is None and task.display_status == "working"
+    assert not task.events.filter(note__startswith="cancel requested").exists()
+    assert list(OperatorAction.objects.filter(action="cancel").values_list("ok", flat=True)) == [False]
