@@ -14,10 +14,13 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync
 from channels.db import DatabaseSyncToAsync
-from django.db import InterfaceError, OperationalError, close_old_connections, connections
+from django.db import InterfaceError, InternalError, OperationalError, close_old_connections, connections
 
 log = logging.getLogger(__name__)
 CONNECTION_LOST = (OperationalError, InterfaceError)
+# The mirror cannot be written at all: no connection, or a database that refuses writes (read-only
+# after a failover, a full disk). Not a fault of the row being written.
+CANNOT_WRITE = (*CONNECTION_LOST, InternalError)
 
 
 def resilient[R](fn: Callable[..., R]) -> Callable[..., R]:

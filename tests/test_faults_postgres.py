@@ -275,6 +275,38 @@ def test_a_worker_restarted_under_the_same_name_polls_its_tasks_at_once(
     print(f"all 20 tasks polled {took:.1f} s after the restart")
 
 
+def test_a_worker_that_cannot_write_backs_off_and_catches_up(
+    database: str, demo: RunningPeer, processes: Processes
+) -> None:
+    env = env_for(database)
+    manage(env, "servers", "add", "demo", demo.url)
+    [remote] = start_tasks(env, ("slow_count", 1, {"n": 300, "delay": 0.2})).values()  # a change per poll
+    processes.worker("W", env, "--no-listen")
+    wait_until(lambda: "/300" in message_of(database) and polled(database), 30, processes.output)
+    sql_admin(f"ALTER DATABASE {name_of(database)} SET default_transaction_read_only = on")
+    terminate_backends(database)  # new connections cannot write: every poll's change fails to land
+    demo.clear()
+    time.sleep(8)  # the window over which polls are counted
+    polls_while_read_only = sum(pollers(demo).get(remote, {}).values())
+    sql_admin(f"ALTER DATABASE {name_of(database)} RESET default_transaction_read_only")
+    terminate_backends(database)
+    stale = message_of(database)
+    # Bound: the mirror moves again within 10 s of the database taking writes again.
+    took = wait_until(lambda: message_of(database) != stale, 10, processes.output)
+    assert processes.running["worker-W"].poll() is None
+    # It waited (at most 5 s apart) instead of re-polling every 200 ms, or every second as before.
+    assert 1 <= polls_while_read_only <= 4, polls_while_read_only
+    print(f"{polls_while_read_only} polls in 8 s without writes; caught up {took:.1f} s after")
+
+
+def polled(database: str) -> bool:
+    return sql(database, "SELECT last_seen_via FROM tasksapp_remotetask")[0][0] == "poll"
+
+
+def message_of(database: str) -> str:
+    return str(sql(database, "SELECT status_message FROM tasksapp_remotetask")[0][0])
+
+
 def test_a_database_loss_during_tools_call_still_mirrors_the_task(database: str, demo: RunningPeer) -> None:
     env = env_for(database)
     manage(env, "servers", "add", "demo", demo.url)

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.connections import CONNECTION_LOST, db_step
+from tasksapp.connections import CANNOT_WRITE, db_step
 from tasksapp.engine import chores, store
 from tasksapp.engine.listener import ListenSupervisor
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
@@ -168,8 +168,14 @@ class Worker:
 
     async def run(self, *, duration: float | None = None, once: bool = False) -> None:
         deadline = time.monotonic() + duration if duration is not None else None
-        await self.beat()
-        await self.refresh()
+        try:
+            await self.beat()
+            await self.refresh()
+        except CANNOT_WRITE as exc:
+            if once:
+                raise
+            # Started while the database is away (a restart, a failover): housekeeping keeps trying.
+            log.warning("worker %s: database unavailable at start (%s); retrying", self.name, exc)
         if once:
             await self.poll_due()
             await self.drain()
@@ -207,7 +213,7 @@ class Worker:
                     next_refresh = now + self.refresh_seconds
                     await self.refresh()
                     chores.probe_idle_servers(self)
-            except CONNECTION_LOST as exc:  # a database restart: say so once a second, keep trying
+            except CANNOT_WRITE as exc:  # a database restart: say so once a second, keep trying
                 log.warning("worker %s: database unreachable (%s); retrying", self.name, exc)
             except Exception:  # the loop boundary: a database hiccup must not stop the worker
                 log.exception("worker %s: housekeeping failed; retrying", self.name)
@@ -283,7 +289,7 @@ class Worker:
         self.stats.record_lag(time.monotonic() - due)
         try:
             await self._poll_once(task, server)
-        except CONNECTION_LOST as exc:
+        except CANNOT_WRITE as exc:
             self._database_failed(task, exc)
         except Exception:  # the loop boundary: log with the task and server, keep going
             log.exception("polling task #%s on %s failed", task.pk, server.name)
