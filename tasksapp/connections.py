@@ -69,7 +69,8 @@ def db_step[R](fn: Callable[..., R]) -> Callable[..., Awaitable[R]]:
 
 def database_sync_to_async[R](fn: Callable[..., R], *, thread_sensitive: bool = True) -> Callable[..., Any]:
     """channels' database_sync_to_async, with the step retried once on a lost connection."""
-    return DatabaseSyncToAsync(resilient(fn), thread_sensitive=thread_sensitive)
+    step: Callable[..., Any] = DatabaseSyncToAsync(resilient(fn), thread_sensitive=thread_sensitive)
+    return step
 
 
 def _name(fn: Callable[..., Any]) -> str:

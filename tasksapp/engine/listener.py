@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -112,7 +113,8 @@ class ListenSupervisor:
         except Exception:  # the loop boundary: a failed write must not end push for this server
             log.exception("listen stream to %s failed; reconnecting", self.server.name)
         finally:
-            await events.aclose()  # an abandoned stream releases its connection now, not at exit
+            if isinstance(events, AsyncGenerator):
+                await events.aclose()  # an abandoned stream releases its connection now, not at exit
         self._lost(ids, acked_at)
 
     def _lost(self, ids: set[str], acked_at: float) -> None:

@@ -28,7 +28,7 @@ class ServerRow:
     name: str
     url: str
     headers: dict[str, str]
-    signature: tuple[str, str, str]
+    signature: tuple[object, ...]
     era: str
     listen_wanted: bool
     failing: bool
@@ -138,7 +138,7 @@ def heartbeat_span() -> timedelta:
 
 def heartbeat_seconds() -> float:
     """How often a worker beats: well inside the lease window that others judge it by."""
-    return min(5.0, settings.MCP_LEASE_SECONDS / 3)
+    return min(5.0, float(settings.MCP_LEASE_SECONDS) / 3)
 
 
 def release(worker: str, ids: list[int] | None = None) -> None:
