@@ -47,7 +47,14 @@
       }
     }
     show();
-    setInterval(show, 1000);
+    var timer = setInterval(show, 1000);
+    // Back to this page from the next one (the browser's page cache): it is not running any more.
+    window.addEventListener("pageshow", function (shown) {
+      if (!shown.persisted) { return; }
+      clearInterval(timer);
+      delete form.dataset.running;
+      if (button) { button.textContent = "Run"; button.removeAttribute("aria-disabled"); }
+    }, { once: true });
   });
 
   document.addEventListener("click", function (event) {
