@@ -325,6 +325,18 @@ def silent_server(seconds: float, answer: dict[str, Any]) -> Any:
 RESULT = {"resultType": "complete", "content": [{"type": "text", "text": "done at last"}], "isError": False}
 
 
+def test_the_client_waits_for_a_silent_tool_call_as_long_as_the_call_timeout() -> None:
+    from tasksapp.mcpclient import McpClient, Timeouts, ToolResult
+
+    async def call(url: str) -> object:
+        async with McpClient(url, timeouts=Timeouts(read=1, call=9), era="modern") as client:
+            return await client.call_tool("slow", {})
+
+    with silent_server(2.5, RESULT) as silent:
+        outcome = asyncio.run(call(silent.url))  # silent for 2.5 s: longer than the read timeout
+    assert isinstance(outcome, ToolResult) and outcome.raw["content"][0]["text"] == "done at last"
+
+
 def test_a_tool_call_may_stay_silent_longer_than_the_read_timeout() -> None:
     with silent_server(2.5, RESULT) as silent:
         server = services.server_create(
@@ -353,9 +365,7 @@ def operator_client() -> Client:
 
 def test_the_run_page_says_what_it_waits_for_and_works_without_javascript(operator_client: Client) -> None:
     with silent_server(1.5, RESULT) as silent:
-        server = services.server_create(
-            name="silent", url=silent.url, headers={}, user=None, timeouts=(1, 9)
-        )
+        server = services.server_create(name="silent", url=silent.url, headers={}, user=None, timeouts=(1, 9))
         url = f"/servers/{server.pk}/tools/slow/run/"
         page = operator_client.get(url).content.decode()
         assert "Run waits for silent to answer, for up to 9 s" in page
