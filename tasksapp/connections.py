@@ -14,7 +14,7 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync
 from channels.db import DatabaseSyncToAsync
-from django.db import InterfaceError, InternalError, OperationalError, close_old_connections, connections
+from django.db import InterfaceError, InternalError, OperationalError, connections
 
 log = logging.getLogger(__name__)
 CONNECTION_LOST = (OperationalError, InterfaceError)
@@ -33,7 +33,7 @@ def resilient[R](fn: Callable[..., R]) -> Callable[..., R]:
 
     @functools.wraps(fn)
     def step(*args: Any, **kwargs: Any) -> R:
-        close_old_connections()
+        refresh_connections()
         try:
             return fn(*args, **kwargs)
         except CONNECTION_LOST as exc:
@@ -44,9 +44,21 @@ def resilient[R](fn: Callable[..., R]) -> Callable[..., R]:
             return fn(*args, **kwargs)
         finally:
             if not in_transaction():
-                close_old_connections()
+                refresh_connections()
 
     return step
+
+
+def refresh_connections() -> None:
+    """Close what is broken or past its age; pooled connections go back to their pool.
+
+    An SQLite connection that has not failed is kept: a file does not drop connections, and the
+    worker takes many small steps (closing each time would reopen the file for every one).
+    """
+    for conn in connections.all(initialized_only=True):
+        if conn.vendor == "sqlite" and not conn.errors_occurred:
+            continue
+        conn.close_if_unusable_or_obsolete()
 
 
 def in_transaction() -> bool:

@@ -2,6 +2,7 @@
 servers, and nudges from the channel layer. Each takes the Worker it serves."""
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -117,20 +118,27 @@ async def follow_nudges(worker: "Worker") -> None:
     if layer is None:
         return
     failures = 0
-    while True:
-        try:
-            channel = await layer.new_channel()
-            await layer.group_add(events.WORKERS, channel)
-            if failures:
-                log.info("worker %s: receiving nudges again", worker.name)
-            failures = 0
-            while True:
-                message = await layer.receive(channel)
-                worker.nudged(int(message.get("id", 0)))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the loop boundary: Redis down, a timeout, a malformed message
-            failures += 1
-            delay = min(backoff_delay(failures), NUDGE_RETRY_MAX_SECONDS)
-            log.warning("worker %s: nudges stopped (%s); joining again in %.1f s", worker.name, exc, delay)
-            await asyncio.sleep(delay)
+    channel = ""
+    try:
+        while True:
+            try:
+                channel = await layer.new_channel()
+                await layer.group_add(events.WORKERS, channel)
+                if failures:
+                    log.info("worker %s: receiving nudges again", worker.name)
+                failures = 0
+                while True:
+                    message = await layer.receive(channel)
+                    worker.nudged(int(message.get("id", 0)))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the loop boundary: Redis down, a timeout, a malformed message
+                failures += 1
+                delay = min(backoff_delay(failures), NUDGE_RETRY_MAX_SECONDS)
+                log.warning("worker %s: nudges stopped (%s); retrying in %.1f s", worker.name, exc, delay)
+                await asyncio.sleep(delay)
+    finally:
+        if channel:  # leave the group on the way out, so it does not fill with stopped workers
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2):
+                    await layer.group_discard(events.WORKERS, channel)
