@@ -275,6 +275,43 @@ def test_new_tasks_are_polled_at_once_whatever_their_interval(
     assert max(waits) < 1.5, [round(w, 2) for w in waits]
 
 
+def test_a_frozen_worker_does_not_hold_back_tasks_nobody_polls(
+    demo_registered: McpServer, demo_server: RunningPeer
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    tasks = [
+        services.call_start(
+            server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None
+        ).task
+        for _ in range(8)
+    ]
+    # A worker that froze 20 s ago (within its 30 s lease, so it still looks alive) holding two.
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(
+        worker="frozen", hostname="elsewhere", pid=1, started_at=now, last_beat_at=now - timedelta(seconds=20)
+    )
+    RemoteTask.objects.filter(pk__in=[t.pk for t in tasks[:2]]).update(
+        leased_by="frozen", lease_until=now + timedelta(seconds=30)
+    )
+    free = {t.remote_id for t in tasks[2:]}
+    demo_server.clear()
+
+    async def run() -> float:
+        worker = Worker(refresh_seconds=0.2, listen=False)
+        runner = asyncio.create_task(worker.run())
+        try:  # Bound: the six free tasks polled within 3 s, not when the frozen worker's beat lapses
+            return await wait_for(lambda: free <= set(demo_server_pollers(demo_server)), 3, "all six")
+        finally:
+            worker.stop()
+            await runner
+
+    asyncio.run(run())
+    assert RemoteTask.objects.filter(leased_by="frozen").count() == 2  # its leases are still its own
+
+
 def demo_server_pollers(peer: RunningPeer) -> dict[str, Any]:
     import httpx
 
