@@ -278,7 +278,7 @@ def test_worker_and_daphne_survive_a_database_restart(stack: Stack, processes: P
     # connection could be made at all), and none once the database was back.
     cut_only = pages.failures((0, outage)) + pages.failures((back + 1, float("inf")))
     assert cut_only == [], cut_only
-    assert len(pages.results) > 10
+    assert any(started >= back + 1 for started, _ in pages.results), "no page was loaded after the outage"
     print(
         f"caught up {took:.1f} s after the last cut; {len(pages.results)} page loads, "
         f"{len(pages.failures((outage, back + 1)))} failed while no connection was possible"
