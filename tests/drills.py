@@ -148,12 +148,11 @@ class Frames:
         from websockets.exceptions import ConnectionClosed
 
         try:
-            for _ in self.socket:
+            while True:
+                self.socket.recv()
                 self.times.append(time.monotonic())
         except ConnectionClosed as exc:
-            self.closed = str(exc)
-        else:
-            self.closed = "closed"
+            self.closed = str(exc) or "closed"
 
     def since(self, moment: float) -> int:
         return sum(1 for t in self.times if t >= moment)
