@@ -34,7 +34,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "tasksapp.middleware.RetryLostConnectionMiddleware",  # first: it may answer a page load again
+    "tasksapp.connections.RetryLostConnectionMiddleware",  # first: it may answer a page load again
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

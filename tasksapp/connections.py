@@ -5,16 +5,25 @@ consumers make no requests, so their steps go through `resilient`: connections t
 (or that failed before) are handed back before the step and after it, and a step whose
 connection died under it is run once more on a fresh connection. With the connection pool
 (docs/deploy.md) a fresh connection is a checked one from the pool.
+
+Page loads: the pool hands out only checked connections, but a connection can still die while a
+request is using it. A read-only request (GET, HEAD) that failed that way is answered once more
+on a new connection instead of with a 500 (RetryLostConnectionMiddleware); anything that writes is
+left to the person to repeat.
 """
 
 import functools
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import SyncToAsync
 from channels.db import DatabaseSyncToAsync
+from django.core.signals import got_request_exception
 from django.db import InterfaceError, InternalError, OperationalError, connections
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
 
 log = logging.getLogger(__name__)
 CONNECTION_LOST = (OperationalError, InterfaceError)
@@ -87,3 +96,31 @@ def database_sync_to_async[R](fn: Callable[..., R], *, thread_sensitive: bool = 
 
 def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", repr(fn))
+
+
+SAFE_METHODS = ("GET", "HEAD")
+
+
+class RetryLostConnectionMiddleware:
+    """Outermost middleware: inner layers turn exceptions into 500 responses, so the cause is
+    noted on the request by the got_request_exception receiver below."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        lost = getattr(request, "_connection_lost", False)
+        if lost and request.method in SAFE_METHODS and not in_transaction():
+            request._connection_lost = False  # type: ignore[attr-defined]
+            drop_connections()
+            response = self.get_response(request)
+        return response
+
+
+@receiver(got_request_exception)
+def _note_lost_connection(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    exc = sys.exc_info()[1]
+    if request is not None and isinstance(exc, CONNECTION_LOST) and not hasattr(request, "_retried"):
+        request._connection_lost = True  # type: ignore[attr-defined]
+        request._retried = True  # type: ignore[attr-defined]
