@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasksapp', '0003_list_indexes'),
+        ('tasksapp', '0004_security_hardening'),
     ]
 
     operations = [
