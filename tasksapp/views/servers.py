@@ -32,15 +32,17 @@ class ServerForm(forms.Form):
         min_value=1,
         max_value=86400,
         initial=600,
+        required=False,
         help_text="How long Run waits for a tool's answer, silence included (some servers say nothing "
-        "until the tool is done).",
+        "until the tool is done). Empty: keep it (600 for a new server).",
     )
     read_timeout_seconds = forms.IntegerField(
         label="Read timeout (seconds)",
         min_value=1,
         max_value=3600,
         initial=30,
-        help_text="The longest silence allowed while reading any other answer.",
+        required=False,
+        help_text="The longest silence allowed while reading any other answer. Empty: keep it (30).",
     )
 
     def clean_url(self) -> str:
@@ -97,7 +99,7 @@ def server_add(request: HttpRequest) -> HttpResponse:
                     url=data["url"],
                     headers=data["headers"],
                     user=request.user,
-                    timeouts=(data["read_timeout_seconds"], data["call_timeout_seconds"]),
+                    timeouts=_timeouts(data, McpServer()),
                 )
                 messages.success(
                     request, f"Server {server.name} added ({server.era}, {len(server.tools)} tools)."
@@ -114,6 +116,13 @@ def server_add(request: HttpRequest) -> HttpResponse:
         {"form": form, "preview": preview, "adding": True},
         nav="servers",
     )
+
+
+def _timeouts(data: dict[str, Any], server: McpServer) -> tuple[int, int]:
+    """(read, call) seconds from the form; a field left empty keeps the server's (or the default)."""
+    read = data.get("read_timeout_seconds") or server.read_timeout_seconds
+    call = data.get("call_timeout_seconds") or server.call_timeout_seconds
+    return read, call
 
 
 @require(MANAGE_SERVERS)
@@ -139,7 +148,7 @@ def server_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 headers=data["headers"],
                 enabled=data["enabled"],
                 user=request.user,
-                timeouts=(data["read_timeout_seconds"], data["call_timeout_seconds"]),
+                timeouts=_timeouts(data, server),
             )
             messages.success(request, f"Server {server.name} saved.")
             if dropped:
