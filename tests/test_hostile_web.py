@@ -237,9 +237,6 @@ def test_a_status_flood_keeps_the_process_responsive(dashboard: Dashboard, opera
         assert "completed" in page
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 9 item 10 is fixed on branch issue-7; remove this mark once merged"
-)
 def test_a_reused_task_id_is_a_clear_failure(dashboard: Dashboard, operator: Operator) -> None:
     async def same_id(request: web.Request, message: Message) -> web.StreamResponse:
         return json_reply(response(message, {"resultType": "task", **task(taskId="reused-1")}))

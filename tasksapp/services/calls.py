@@ -123,7 +123,7 @@ def _record(
 
 
 def _known(server: McpServer, task_id: str) -> RemoteTask | None:
-    return RemoteTask.objects.filter(server=server, remote_id_hash=crypto.fingerprint(task_id)).first()
+    return RemoteTask.objects.filter(server=server, remote_id_hash__in=crypto.fingerprints(task_id)).first()
 
 
 def _refuse_reused_id(

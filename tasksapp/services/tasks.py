@@ -59,7 +59,7 @@ def task_create(
 def task_adopt(*, server: McpServer, task_id: str, tool_name: str, user: Any) -> RemoteTask:
     """Add a task the dashboard did not record (its database was down when the task was started):
     tasks/get confirms the server knows it, then it is mirrored like any other."""
-    known = RemoteTask.objects.filter(server=server, remote_id_hash=crypto.fingerprint(task_id)).first()
+    known = RemoteTask.objects.filter(server=server, remote_id_hash__in=crypto.fingerprints(task_id)).first()
     if known is not None:
         raise NotAllowed(f"The dashboard already has this task: #{known.pk}.")
 
