@@ -18,7 +18,9 @@ LEGACY_READY = "legacy peer listening on"
 @pytest.fixture(scope="session")
 def demo_server() -> Iterator[RunningPeer]:
     """The project's reference SEP-2663 server, polled fast so tests stay quick."""
-    with running("demoserver", demoserver_argv("--poll-interval-ms", "100"), DEMO_READY) as peer:
+    with running(
+        "demoserver", demoserver_argv("--poll-interval-ms", "100", "--tools-page-size", "5"), DEMO_READY
+    ) as peer:
         yield peer
 
 

@@ -26,11 +26,23 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=15.0,
         help="seconds between ': ping' comments on SSE streams (default 15)",
     )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host/Origin name to accept besides the loopback ones and --host (repeatable; '*': any)",
+    )
+    parser.add_argument(
+        "--tools-page-size", type=int, default=100, help="tools per tools/list page (default 100)"
+    )
     parser.add_argument("--debug", action="store_true", help="enable the /_debug/* endpoints")
     parser.add_argument("--log-level", default="info", choices=_LOG_LEVELS)
     args = parser.parse_args(argv)
     if args.poll_interval_ms < 1:
         parser.error("--poll-interval-ms must be a positive number of milliseconds")
+    if args.tools_page_size < 1:
+        parser.error("--tools-page-size must be at least 1")
     if args.keepalive_seconds <= 0:
         parser.error("--keepalive-seconds must be positive")
     return args
@@ -44,6 +56,8 @@ def main(argv: list[str] | None = None) -> None:
         poll_interval_ms=args.poll_interval_ms,
         keepalive_seconds=args.keepalive_seconds,
         debug=args.debug,
+        allowed_hosts=[args.host, *args.allowed_host],
+        tools_page_size=args.tools_page_size,
     )
 
     def announce(url: str) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from .asgi import (
@@ -21,6 +22,7 @@ from .asgi import (
     send_text,
     wait_for_disconnect,
 )
+from . import streams
 from .debug import DebugEndpoints, RequestLog
 from .envelope import (
     Request,
@@ -30,6 +32,7 @@ from .envelope import (
     is_notification,
     parse_message,
 )
+from .hosts import HostGuard
 from .hub import Hub
 from .listen import honoured_filter, serve_listen
 from .methods import Methods
@@ -46,11 +49,20 @@ STREAM_END_SECONDS = 2.0
 
 
 class DemoServerApp:
-    def __init__(self, *, poll_interval_ms: int, keepalive_seconds: float, debug: bool) -> None:
+    def __init__(
+        self,
+        *,
+        poll_interval_ms: int,
+        keepalive_seconds: float,
+        debug: bool,
+        allowed_hosts: Iterable[str] = (),
+        tools_page_size: int = 100,
+    ) -> None:
         self.hub = Hub()
         self.store = TaskStore(self.hub)
-        self.methods = Methods(self.store, Signer(), poll_interval_ms)
+        self.methods = Methods(self.store, Signer(), poll_interval_ms, tools_page_size)
         self.keepalive_seconds = keepalive_seconds
+        self.hosts = HostGuard(allowed_hosts)
         self.request_log = RequestLog() if debug else None
         self._debug = (
             DebugEndpoints(self.request_log, self.stats, self.hub.close_all)
@@ -62,6 +74,8 @@ class DemoServerApp:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] != "http":
+            return
+        elif not await self._trusted(scope, send):
             return
         elif scope["path"] == MCP_PATH:
             await self._mcp(scope, receive, send)
@@ -85,6 +99,19 @@ class DemoServerApp:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(STREAM_END_SECONDS):
                 await self.hub.wait_idle()
+
+    async def _trusted(self, scope: Scope, send: Send) -> bool:
+        """DNS-rebinding protection: a foreign Host gets 421, a foreign Origin 403 (as the SDK)."""
+        headers = Headers(scope["headers"])
+        if not self.hosts.host_ok(headers.get("host")):
+            logger.warning("refused a request for Host %r", headers.get("host"))
+            await send_text(send, 421, "Invalid Host header")
+            return False
+        if not self.hosts.origin_ok(headers.get("origin")):
+            logger.warning("refused a request from Origin %r", headers.get("origin"))
+            await send_text(send, 403, "Invalid Origin header")
+            return False
+        return True
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -147,30 +174,53 @@ class DemoServerApp:
         await serve_listen(request, honoured, self.hub, self.keepalive_seconds, send, receive)
 
     async def _answer(self, request: Request, send: Send, receive: Receive) -> None:
-        work = asyncio.ensure_future(self._outcome(request))
-        done, _ = await asyncio.wait({work}, timeout=SSE_AFTER_SECONDS)
-        if work in done:
+        outbox: asyncio.Queue[JsonObject] = asyncio.Queue()
+        noticed = asyncio.Event()
+
+        def sink(message: JsonObject) -> None:
+            outbox.put_nowait(message)
+            noticed.set()
+
+        work = asyncio.ensure_future(self._outcome(request, sink))
+        first_note = asyncio.ensure_future(noticed.wait())
+        try:
+            await asyncio.wait(
+                {work, first_note}, timeout=SSE_AFTER_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            first_note.cancel()
+        if work.done() and outbox.empty():
             status, message = work.result()
             await send_json(send, status, message)
         else:
-            await self._answer_over_sse(work, send, receive)
+            await self._answer_over_sse(work, outbox, send, receive)
 
     async def _answer_over_sse(
-        self, work: asyncio.Future[tuple[int, JsonObject]], send: Send, receive: Receive
+        self,
+        work: asyncio.Future[tuple[int, JsonObject]],
+        outbox: asyncio.Queue[JsonObject],
+        send: Send,
+        receive: Receive,
     ) -> None:
         stream = SseStream(send)
         await stream.open()
         await stream.ping()
         watcher: asyncio.Future[Any] = asyncio.ensure_future(wait_for_disconnect(receive))
-        pending: set[asyncio.Future[Any]] = {work, watcher}
+        note: asyncio.Future[JsonObject] = asyncio.ensure_future(outbox.get())
         try:
             while True:
                 done, _ = await asyncio.wait(
-                    pending,
+                    {work, watcher, note},
                     timeout=self.keepalive_seconds,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
+                if note in done:
+                    await stream.message(note.result())
+                    note = asyncio.ensure_future(outbox.get())
+                    continue
                 if work in done:
+                    while not outbox.empty():
+                        await stream.message(outbox.get_nowait())
                     await stream.message(work.result()[1])
                     await stream.close()
                     return
@@ -180,8 +230,10 @@ class DemoServerApp:
                 await stream.ping()
         finally:
             watcher.cancel()
+            note.cancel()
 
-    async def _outcome(self, request: Request) -> tuple[int, JsonObject]:
+    async def _outcome(self, request: Request, sink: streams.Sink) -> tuple[int, JsonObject]:
+        streams.bind(sink)
         try:
             result = await self.methods.dispatch(request)
         except RpcError as error:

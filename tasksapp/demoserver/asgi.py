@@ -23,10 +23,15 @@ class Headers:
     """Request headers with every occurrence kept, so duplicates can be detected."""
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._pairs = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw]
+        # Field values exclude surrounding whitespace (RFC 9110 §5.5).
+        self._pairs = [(k.decode("latin-1").lower(), v.decode("latin-1").strip(" \t")) for k, v in raw]
 
     def get_all(self, name: str) -> list[str]:
         return [value for key, value in self._pairs if key == name]
+
+    def with_prefix(self, prefix: str) -> list[tuple[str, str]]:
+        """(name without the prefix, value) of every header whose lowercased name starts with it."""
+        return [(key[len(prefix) :], value) for key, value in self._pairs if key.startswith(prefix)]
 
     def get(self, name: str) -> str | None:
         values = self.get_all(name)

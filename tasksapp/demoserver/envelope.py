@@ -35,6 +35,7 @@ class Request:
     params: JsonObject
     capabilities: JsonObject
     mcp_name: str | None
+    param_headers: tuple[tuple[str, str], ...] = ()  # (lowercased X of Mcp-Param-X, raw value)
 
     @property
     def has_tasks_capability(self) -> bool:
@@ -79,6 +80,7 @@ def check_request(message: JsonObject, headers: Headers) -> Request:
     """Checks 4 to 8, in the SDK's order; the first failure wins."""
     method: str = message["method"]
     params: JsonObject = message.get("params") or {}
+    _refuse_legacy_request(method, params, headers)
     version, capabilities = _check_meta(params)
     _check_version_header(headers, version)
     if headers.get("mcp-method") != method:
@@ -87,11 +89,32 @@ def check_request(message: JsonObject, headers: Headers) -> Request:
     _check_core_name(method, params, mcp_name)
     if version not in SUPPORTED_VERSIONS:
         raise _unsupported_version(version)
-    return Request(message["id"], method, params, capabilities, mcp_name)
+    param_headers = tuple(headers.with_prefix("mcp-param-"))
+    return Request(message["id"], method, params, capabilities, mcp_name, param_headers)
 
 
 def _is_request_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _refuse_legacy_request(method: str, params: JsonObject, headers: Headers) -> None:
+    """A request of an older revision (no envelope: an `initialize` handshake, or a legacy version
+    header) gets -32022 naming the version this server speaks, which tells a legacy client (or the
+    Inspector's default era) what to do, instead of a puzzling "params._meta is required"."""
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and META_VERSION in meta:
+        return
+    header = headers.get("mcp-protocol-version")
+    if method != "initialize" and (header is None or header in SUPPORTED_VERSIONS):
+        return
+    offered = params.get("protocolVersion") if method == "initialize" else None
+    requested = offered if isinstance(offered, str) else header
+    raise RpcError(
+        ErrorCode.UNSUPPORTED_VERSION,
+        f"Unsupported protocol version: this server speaks only {', '.join(SUPPORTED_VERSIONS)} "
+        "(stateless: no initialize handshake, every request carries params._meta)",
+        {"supported": list(SUPPORTED_VERSIONS), "requested": requested or ""},
+    )
 
 
 def _check_meta(params: JsonObject) -> tuple[str, JsonObject]:

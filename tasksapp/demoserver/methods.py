@@ -7,7 +7,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from . import catalog
 from .envelope import Request
+from .paramheaders import annotated, check_param_headers
 from .protocol import (
     SUPPORTED_VERSIONS,
     TASKS_EXTENSION,
@@ -21,28 +23,37 @@ from .protocol import (
 from .signing import InvalidToken, Signer
 from .tasks import TaskBody, TaskContext, TaskStore
 from .tools import TOOLS, TOOLS_BY_NAME, Tool
-from .tools.registry import Arguments, Finish, GateCall, NeedInput
+from .tools.registry import Arguments, CallContext, Finish, GateCall, NeedInput
 
 logger = logging.getLogger(__name__)
 
-PAGE_SIZE = 5
 _CURSOR_TTL_SECONDS = 24 * 3600
 _REQUEST_STATE_TTL_SECONDS = 600
 INSTRUCTIONS = (
     "Reference server for the MCP tasks extension (SEP-2663). Each tool is a scenario: "
     "immediate answers, long tasks with progress, input requests, failures, expiry and "
-    "hostile text. Declare io.modelcontextprotocol/tasks to get tasks."
+    "hostile text. Declare io.modelcontextprotocol/tasks to get tasks. The test_* tools, "
+    "resources and prompts are the fixtures of the official conformance suite."
 )
+CAPABILITIES: JsonObject = {
+    "tools": {"listChanged": False},
+    "prompts": {"listChanged": False},
+    "resources": {"subscribe": False, "listChanged": False},
+    "completions": {},
+    "logging": {},
+    "extensions": {TASKS_EXTENSION: {}},
+}
 _ACK: JsonObject = {"resultType": "complete"}
 
 Handler = Callable[[Request], Awaitable[JsonObject]]
 
 
 class Methods:
-    def __init__(self, store: TaskStore, signer: Signer, poll_interval_ms: int) -> None:
+    def __init__(self, store: TaskStore, signer: Signer, poll_interval_ms: int, page_size: int = 100) -> None:
         self._store = store
         self._signer = signer
         self._poll_interval_ms = poll_interval_ms
+        self._page_size = page_size
         # tasks/* requests that came without Mcp-Name: accepted like fastmcp, but counted.
         self.missing_mcp_name: Counter[str] = Counter()
         self._handlers: dict[str, Handler] = {
@@ -52,6 +63,12 @@ class Methods:
             "tasks/get": self._tasks_get,
             "tasks/update": self._tasks_update,
             "tasks/cancel": self._tasks_cancel,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._resources_read,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "completion/complete": self._complete,
         }
 
     async def dispatch(self, request: Request) -> JsonObject:
@@ -65,7 +82,7 @@ class Methods:
         return {
             "resultType": "complete",
             "supportedVersions": list(SUPPORTED_VERSIONS),
-            "capabilities": {"tools": {"listChanged": False}, "extensions": {TASKS_EXTENSION: {}}},
+            "capabilities": CAPABILITIES,
             "instructions": INSTRUCTIONS,
             "ttlMs": 0,
             "cacheScope": "private",
@@ -73,15 +90,15 @@ class Methods:
 
     async def _tools_list(self, request: Request) -> JsonObject:
         offset = self._cursor_offset(request.params.get("cursor"))
-        page = TOOLS[offset : offset + PAGE_SIZE]
+        page = TOOLS[offset : offset + self._page_size]
         result: JsonObject = {
             "resultType": "complete",
             "tools": [tool.definition() for tool in page],
             "ttlMs": 0,
             "cacheScope": "private",
         }
-        if offset + PAGE_SIZE < len(TOOLS):
-            payload = {"offset": offset + PAGE_SIZE}
+        if offset + self._page_size < len(TOOLS):
+            payload = {"offset": offset + self._page_size}
             result["nextCursor"] = self._signer.seal("cursor", payload, _CURSOR_TTL_SECONDS)
         return result
 
@@ -101,46 +118,89 @@ class Methods:
         tool = TOOLS_BY_NAME.get(name)
         if tool is None:
             raise invalid_params(f"Unknown tool: {name}")
-        if tool.creates_task and not request.has_tasks_capability:
+        as_task = tool.runs_as_task(request.has_tasks_capability)
+        if as_task and not request.has_tasks_capability:
             raise missing_tasks_capability(
                 f"Tool '{name}' requires the tasks extension ({TASKS_EXTENSION}); "
                 "the client did not declare it for this request."
             )
+        schema = tool.definition()["inputSchema"]
+        check_param_headers(annotated(schema), request.params.get("arguments"), request.param_headers)
         arguments = tool.validate(request.params.get("arguments"))
+        call = self._call_context(f"mrtr:{tool.name}", request, arguments)
         if tool.gate is not None:
-            outcome = tool.gate(self._gate_call(tool, request, arguments))
+            outcome = tool.gate(GateCall(arguments, call.input_responses, call.state))
             if isinstance(outcome, NeedInput):
-                return self._input_required(tool, outcome)
+                return self._input_required(f"mrtr:{tool.name}", outcome)
             if isinstance(outcome, Finish):
                 return {"resultType": "complete", **outcome.result}
             arguments = outcome.arguments
-        if tool.immediate is not None:
+        if tool.respond is not None and not as_task:
+            answer = await tool.respond(call)
+            if isinstance(answer, NeedInput):
+                return self._input_required(f"mrtr:{tool.name}", answer)
+            return {"resultType": "complete", **answer}
+        if tool.immediate is not None and not as_task:
             return {"resultType": "complete", **await tool.immediate(arguments)}
         start = tool.start(arguments, self._poll_interval_ms)
         record = self._store.create(start, _bind(tool, arguments))
         return {"resultType": "task", **record.snapshot()}
 
-    def _gate_call(self, tool: Tool, request: Request, arguments: Arguments) -> GateCall:
-        responses = request.params.get("inputResponses") or {}
+    def _call_context(self, purpose: str, request: Request, arguments: Arguments) -> CallContext:
+        """The MRTR parts of a request, checked: inputResponses an object of objects, the state sealed."""
+        responses = request.params.get("inputResponses", {})
         if not isinstance(responses, dict):
             raise invalid_params("params.inputResponses must be an object")
+        for key, value in responses.items():
+            if not isinstance(value, dict):
+                raise invalid_params(f"params.inputResponses[{key!r}] must be an object (the answer)")
         state = None
         if "requestState" in request.params:
             try:
-                state = self._signer.open(f"mrtr:{tool.name}", request.params["requestState"])
+                state = self._signer.open(purpose, request.params["requestState"])
             except InvalidToken as exc:
                 raise invalid_params(
                     "Invalid or expired requestState", {"reason": "invalid_request_state"}
                 ) from exc
-        return GateCall(arguments, responses, state)
+        meta = request.params.get("_meta")
+        return CallContext(
+            arguments, responses, state, request.capabilities, meta if isinstance(meta, dict) else {}
+        )
 
-    def _input_required(self, tool: Tool, outcome: NeedInput) -> JsonObject:
-        state = self._signer.seal(f"mrtr:{tool.name}", outcome.state, _REQUEST_STATE_TTL_SECONDS)
-        return {
-            "resultType": "input_required",
-            "inputRequests": outcome.requests,
-            "requestState": state,
-        }
+    def _input_required(self, purpose: str, outcome: NeedInput) -> JsonObject:
+        result: JsonObject = {"resultType": "input_required", "inputRequests": outcome.requests}
+        if outcome.state is not None:
+            result["requestState"] = self._signer.seal(purpose, outcome.state, _REQUEST_STATE_TTL_SECONDS)
+        return result
+
+    # --- resources, prompts, completion (conformance fixtures) --------------------------
+
+    async def _resources_list(self, request: Request) -> JsonObject:
+        return {"resultType": "complete", "resources": catalog.RESOURCES, **catalog.CACHE_HINTS}
+
+    async def _templates_list(self, request: Request) -> JsonObject:
+        return {"resultType": "complete", "resourceTemplates": catalog.TEMPLATES, **catalog.CACHE_HINTS}
+
+    async def _resources_read(self, request: Request) -> JsonObject:
+        return {"resultType": "complete", **catalog.read_resource(request.params.get("uri"))}
+
+    async def _prompts_list(self, request: Request) -> JsonObject:
+        prompts = [prompt.definition() for prompt in catalog.PROMPTS]
+        return {"resultType": "complete", "prompts": prompts, **catalog.CACHE_HINTS}
+
+    async def _prompts_get(self, request: Request) -> JsonObject:
+        prompt = catalog.PROMPTS_BY_NAME.get(request.params["name"])
+        if prompt is None:
+            raise invalid_params(f"Unknown prompt: {request.params['name']}")
+        arguments = prompt.check(request.params.get("arguments"))
+        purpose = f"mrtr-prompt:{prompt.name}"
+        answer = await prompt.render(self._call_context(purpose, request, dict(arguments)))
+        if isinstance(answer, NeedInput):
+            return self._input_required(purpose, answer)
+        return {"resultType": "complete", **answer}
+
+    async def _complete(self, request: Request) -> JsonObject:
+        return {"resultType": "complete", **catalog.complete(request.params)}
 
     async def _tasks_get(self, request: Request) -> JsonObject:
         record = self._store.get(self._task_id(request))

@@ -10,15 +10,29 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from collections.abc import Iterable
+
 import uvicorn
 
 from .app import MCP_PATH, DemoServerApp
 
 
 def create_app(
-    *, poll_interval_ms: int = 1000, keepalive_seconds: float = 15.0, debug: bool = False
+    *,
+    poll_interval_ms: int = 1000,
+    keepalive_seconds: float = 15.0,
+    debug: bool = False,
+    allowed_hosts: Iterable[str] = (),
+    tools_page_size: int = 100,
 ) -> DemoServerApp:
-    return DemoServerApp(poll_interval_ms=poll_interval_ms, keepalive_seconds=keepalive_seconds, debug=debug)
+    """`allowed_hosts`: Host/Origin names accepted besides the loopback ones ("*": any)."""
+    return DemoServerApp(
+        poll_interval_ms=poll_interval_ms,
+        keepalive_seconds=keepalive_seconds,
+        debug=debug,
+        allowed_hosts=allowed_hosts,
+        tools_page_size=tools_page_size,
+    )
 
 
 class DemoUvicornServer(uvicorn.Server):
@@ -103,7 +117,11 @@ class RunningServer:
 def run_in_thread(
     host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning", **app_kwargs: Any
 ) -> RunningServer:
-    """Starts the server in a daemon thread and returns once it accepts connections."""
+    """Starts the server in a daemon thread and returns once it accepts connections.
+
+    The name it listens on is an allowed Host besides the loopback ones (DNS-rebinding check).
+    """
+    app_kwargs["allowed_hosts"] = [host, *app_kwargs.get("allowed_hosts", ())]
     app = create_app(**app_kwargs)
     started = threading.Event()
     urls: list[str] = []

@@ -13,7 +13,7 @@ from .wire import Wire
 
 @pytest.fixture(scope="session")
 def demo() -> Iterator[RunningServer]:
-    server = run_in_thread(debug=True, poll_interval_ms=100, keepalive_seconds=0.3)
+    server = run_in_thread(debug=True, poll_interval_ms=100, keepalive_seconds=0.3, tools_page_size=5)
     yield server
     server.stop()
 

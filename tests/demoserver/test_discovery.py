@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tasksapp.demoserver.tools import FIXTURE_TOOLS
+
 from . import schemas
 from .wire import TASKS, Wire
 
@@ -43,23 +45,23 @@ def test_discover_advertises_the_tasks_extension(wire: Wire) -> None:
     schemas.core("DiscoverResult", result)
     assert result["supportedVersions"] == ["2026-07-28"]
     assert result["capabilities"]["extensions"] == {TASKS: {}}
-    assert "tools" in result["capabilities"]
+    assert {"tools", "prompts", "resources", "completions"} <= set(result["capabilities"])
     assert result["instructions"]
     assert (result["ttlMs"], result["cacheScope"]) == (0, "private")
 
 
 def test_tools_list_pages_through_every_scenario_tool(wire: Wire) -> None:
     tools = all_tools(wire)
-    assert [tool["name"] for tool in tools] == SCENARIO_TOOLS
+    assert [tool["name"] for tool in tools] == SCENARIO_TOOLS + [tool.name for tool in FIXTURE_TOOLS]
     for tool in tools:
         schemas.core("Tool", tool)
         assert tool["title"] and tool["description"]
         assert tool["inputSchema"]["type"] == "object"
-        assert set(tool["inputSchema"]["required"]) <= set(tool["inputSchema"]["properties"])
+        assert set(tool["inputSchema"].get("required", [])) <= set(tool["inputSchema"]["properties"])
 
 
 def test_task_tools_take_poll_interval_and_delay(wire: Wire) -> None:
-    for tool in all_tools(wire):
+    for tool in all_tools(wire)[: len(SCENARIO_TOOLS)]:
         if tool["name"] not in ("echo", "slow_echo"):
             assert {"poll_interval_ms", "delay"} <= set(tool["inputSchema"]["properties"])
 

@@ -52,7 +52,7 @@ def test_unknown_tool_is_invalid_params(wire: Wire) -> None:
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [
-        ("echo", {}),
+        ("greet", {}),
         ("echo", {"text": 5}),
         ("slow_count", {"n": "five"}),
         ("slow_count", {"n": 2.5}),

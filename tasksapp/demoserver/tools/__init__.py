@@ -1,9 +1,13 @@
-"""The scenario tools, in the order `tools/list` pages through them."""
+"""The scenario tools, in the order `tools/list` serves them: the demo's own, then the fixtures
+the official conformance suite calls (docs/conformance.md)."""
 
 from __future__ import annotations
 
 from .asking import ASKING_TOOLS
 from .basic import BASIC_TOOLS
+from .conformance_content import CONTENT_TOOLS
+from .conformance_mrtr import MRTR_FIXTURES
+from .conformance_tasks import TASK_FIXTURES
 from .mrtr import MRTR_TOOL
 from .registry import Tool
 
@@ -27,7 +31,10 @@ _ORDER = (
 )
 _BY_NAME = {tool.name: tool for tool in (*BASIC_TOOLS, *ASKING_TOOLS, MRTR_TOOL)}
 
-TOOLS: tuple[Tool, ...] = tuple(_BY_NAME[name] for name in _ORDER)
+DEMO_TOOLS: tuple[Tool, ...] = tuple(_BY_NAME[name] for name in _ORDER)
+FIXTURE_TOOLS: tuple[Tool, ...] = (*CONTENT_TOOLS, *MRTR_FIXTURES, *TASK_FIXTURES)
+TOOLS: tuple[Tool, ...] = (*DEMO_TOOLS, *FIXTURE_TOOLS)
 TOOLS_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
+assert len(TOOLS_BY_NAME) == len(TOOLS), "tool names must be unique"
 
-__all__ = ["TOOLS", "TOOLS_BY_NAME", "Tool"]
+__all__ = ["DEMO_TOOLS", "FIXTURE_TOOLS", "TOOLS", "TOOLS_BY_NAME", "Tool"]

@@ -97,8 +97,8 @@ BASIC_TOOLS: tuple[Tool, ...] = (
         name="echo",
         title="Echo",
         description="Immediately returns the text it was given. Never creates a task.",
-        properties={"text": {"type": "string", "description": "Text to echo back."}},
-        required=("text",),
+        # Optional, so the first tool listed can be called with no arguments (conformance probes do).
+        properties={"text": {"type": "string", "default": "echo", "description": "Text to echo back."}},
         immediate=_echo,
         annotations={"readOnlyHint": True},
     ),

@@ -38,15 +38,15 @@ def tiny_wav() -> bytes:
     return buffer.getvalue()
 
 
-def _b64(raw: bytes) -> str:
+def b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
 def every_content_block() -> list[JsonObject]:
     return [
         {"type": "text", "text": "Here is one content block of every type."},
-        {"type": "image", "data": _b64(tiny_png()), "mimeType": "image/png"},
-        {"type": "audio", "data": _b64(tiny_wav()), "mimeType": "audio/wav"},
+        {"type": "image", "data": b64(tiny_png()), "mimeType": "image/png"},
+        {"type": "audio", "data": b64(tiny_wav()), "mimeType": "audio/wav"},
         {
             "type": "resource_link",
             "uri": "https://example.com/reports/42",

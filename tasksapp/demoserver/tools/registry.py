@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..protocol import JsonObject, invalid_params
 from ..tasks import TaskContext, TaskStart
@@ -13,6 +13,7 @@ Arguments = dict[str, Any]
 ImmediateFn = Callable[[Arguments], Awaitable[JsonObject]]
 TaskFn = Callable[[TaskContext, Arguments], Awaitable[JsonObject]]
 StartFn = Callable[[Arguments, int], TaskStart]
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,10 @@ class GateCall:
 
 @dataclass(frozen=True)
 class NeedInput:
+    """An input_required answer; `state` becomes a sealed requestState (None: send none)."""
+
     requests: dict[str, JsonObject]
-    state: dict[str, Any]
+    state: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,33 @@ class Finish:
 
 
 GateFn = Callable[[GateCall], NeedInput | Proceed | Finish]
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a request-scoped handler (a tool's `respond`, a prompt) may read of its request."""
+
+    arguments: Arguments
+    input_responses: Mapping[str, Any]
+    state: dict[str, Any] | None
+    capabilities: JsonObject
+    meta: JsonObject
+
+    def declares(self, capability: str) -> bool:
+        return isinstance(self.capabilities.get(capability), dict)
+
+    @property
+    def progress_token(self) -> str | int | None:
+        token = self.meta.get("progressToken")
+        return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+    @property
+    def log_level(self) -> str | None:
+        level = self.meta.get(LOG_LEVEL)
+        return level if isinstance(level, str) else None
+
+
+RespondFn = Callable[[CallContext], Awaitable[JsonObject | NeedInput]]
 
 
 def starting(message: str) -> StartFn:
@@ -78,22 +108,26 @@ class Tool:
     task: TaskFn | None = None
     start: StartFn = _DEFAULT_START
     gate: GateFn | None = None
+    respond: RespondFn | None = None
     annotations: JsonObject | None = None
+    # "optional": without the tasks capability the call runs `immediate` in the foreground.
+    task_support: Literal["required", "optional"] = "required"
+    input_schema: JsonObject | None = None  # served verbatim instead of one built from `properties`
 
     @property
     def creates_task(self) -> bool:
         return self.task is not None
+
+    def runs_as_task(self, has_tasks_capability: bool) -> bool:
+        return self.task is not None and (has_tasks_capability or self.task_support == "required")
 
     def definition(self) -> JsonObject:
         tool: JsonObject = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": {
-                "type": "object",
-                "properties": self.properties,
-                "required": list(self.required),
-            },
+            "inputSchema": self.input_schema
+            or {"type": "object", "properties": self.properties, "required": list(self.required)},
         }
         if self.annotations is not None:
             tool["annotations"] = self.annotations
