@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from . import streams
 from .asgi import (
     BodyTooLarge,
     Headers,
@@ -22,7 +23,6 @@ from .asgi import (
     send_text,
     wait_for_disconnect,
 )
-from . import streams
 from .debug import DebugEndpoints, RequestLog
 from .envelope import (
     Request,
@@ -73,9 +73,7 @@ class DemoServerApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        elif scope["type"] != "http":
-            return
-        elif not await self._trusted(scope, send):
+        elif scope["type"] != "http" or not await self._trusted(scope, send):
             return
         elif scope["path"] == MCP_PATH:
             await self._mcp(scope, receive, send)

@@ -6,11 +6,9 @@ import contextlib
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
-
-from collections.abc import Iterable
 
 import uvicorn
 
