@@ -18,6 +18,7 @@ from typing import Any, Literal
 import aiohttp
 import httpx
 
+from tasksapp.mcpclient import legacy
 from tasksapp.mcpclient.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -40,6 +41,7 @@ from tasksapp.mcpclient.types import (
     ListenAck,
     ListenEnded,
     ListenEvent,
+    TaskCreated,
     Tool,
     parse_call_outcome,
     parse_detailed_task,
@@ -118,6 +120,7 @@ class McpClient:
         era: Literal["modern", "legacy"] | None = None,
         declare_tasks: bool = True,
         block_private_addresses: bool = False,
+        auth: httpx.Auth | None = None,
     ) -> None:
         parsed = httpx.URL(url)
         if parsed.scheme not in ("http", "https") or not parsed.host:
@@ -143,6 +146,9 @@ class McpClient:
         }
         if token:
             self._fixed_headers["Authorization"] = f"Bearer {token}"
+        # Any httpx.Auth (an OAuth provider, for one) sees every request and may answer a 401
+        # with a new attempt; see _open.
+        self._auth = auth
         # httpx's request and response types over the transport directly: this client needs none
         # of AsyncClient's cookies, auth, redirects or hooks, and skipping them saves ~20% CPU per
         # request (bench/transport.py).
@@ -155,6 +161,8 @@ class McpClient:
         self._ids = itertools.count(1)
         self._param_headers: dict[str, dict[str, str]] = {}
         self._legacy_headers: dict[str, str] | None = None
+        self._legacy_tasks = False  # the legacy server offers tasks for tools/call
+        self._legacy_task_support: dict[str, str] | None = None  # tool -> execution.taskSupport
         self._method_headers: dict[str, list[tuple[bytes, bytes]]] = {}
 
     async def __aenter__(self) -> "McpClient":
@@ -164,7 +172,11 @@ class McpClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._transport.aclose()
+        """Ends a legacy session (DELETE, so the server can free it), then closes the connections."""
+        try:
+            await self._end_legacy_session()
+        finally:
+            await self._transport.aclose()
 
     # --- public methods -------------------------------------------------------------------
 
@@ -207,6 +219,8 @@ class McpClient:
                 max_bytes is not None and size > max_bytes
             )
             if not cursor or bounded:
+                if self.era == "legacy":
+                    self._legacy_task_support = {tool.name: legacy.task_support(tool.raw) for tool in tools}
                 return [tool for tool in tools if tool.name in self._param_headers]
             if not isinstance(cursor, str):
                 raise InvalidResponse("tools/list result.nextCursor is not a string")
@@ -230,25 +244,91 @@ class McpClient:
             params["inputResponses"] = input_responses
         if request_state is not None:
             params["requestState"] = request_state
+        if await self._era() == "legacy" and await self._legacy_runs_as_task(name):
+            params["task"] = {}  # 2025-11-25: the client asks for a task; this tool needs or allows one
+            result = await self._call("tools/call", params, total=self.timeouts.call)
+            if "task" in result:
+                task = legacy.created_task(result)
+                return TaskCreated(task=task, raw={"resultType": "task", **task.raw})
+            return parse_call_outcome(result)
         extra = self._tool_param_headers(name, arguments or {})
         result = await self._call("tools/call", params, extra_headers=extra, total=self.timeouts.call)
         return parse_call_outcome(result)
 
     async def get_task(self, task_id: str) -> DetailedTask:
         """tasks/get. An unknown or expired task raises ProtocolError with is_not_found."""
-        result = await self._task_call("tasks/get", {"taskId": task_id})
-        task = parse_detailed_task(result, "tasks/get result")
+        if await self._era() == "legacy":
+            task = await self._legacy_get_task(task_id)
+        else:
+            result = await self._task_call("tasks/get", {"taskId": task_id})
+            task = parse_detailed_task(result, "tasks/get result")
         if task.task_id != task_id:
             raise InvalidResponse("tasks/get answered for a different taskId than the one asked for")
         return task
 
     async def update_task(self, task_id: str, input_responses: JsonObject) -> None:
         """tasks/update. The ack is eventually consistent: keep polling afterwards."""
+        if await self._era() == "legacy":
+            raise McpError(
+                f"tasks/update: {self.url} is a legacy (2025-11-25) server; its tasks take input "
+                "through tasks/result, which this client does not drive. Nothing was sent."
+            )
         await self._task_call("tasks/update", {"taskId": task_id, "inputResponses": input_responses})
 
     async def cancel_task(self, task_id: str) -> None:
         """tasks/cancel. Cooperative: the task may still end completed or failed."""
+        if await self._era() == "legacy":
+            self._require_legacy_tasks("tasks/cancel")
+            await self._call("tasks/cancel", {"taskId": task_id})
+            return
         await self._task_call("tasks/cancel", {"taskId": task_id})
+
+    # --- resources and prompts: the raw results, for callers that show them --------------
+
+    async def list_resources(self) -> list[JsonObject]:
+        return await self._pages("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[JsonObject]:
+        return await self._pages("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri: str) -> JsonObject:
+        """resources/read (Mcp-Name: the URI); the raw ReadResourceResult."""
+        return await self._call("resources/read", {"uri": uri})
+
+    async def list_prompts(self) -> list[JsonObject]:
+        return await self._pages("prompts/list", "prompts")
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        input_responses: JsonObject | None = None,
+        request_state: str | None = None,
+    ) -> JsonObject:
+        """prompts/get; the raw result, which may be an input_required round (§4) like tools/call."""
+        params: JsonObject = {"name": name, "arguments": dict(arguments or {})}
+        if input_responses is not None:
+            params["inputResponses"] = input_responses
+        if request_state is not None:
+            params["requestState"] = request_state
+        return await self._call("prompts/get", params)
+
+    async def _pages(self, method: str, key: str) -> list[JsonObject]:
+        items: list[JsonObject] = []
+        cursor: str | None = None
+        for _ in range(_MAX_TOOL_PAGES):
+            result = await self._call(method, {"cursor": cursor} if cursor else {})
+            page = result.get(key)
+            if not isinstance(page, list) or not all(isinstance(item, dict) for item in page):
+                raise InvalidResponse(f"{method} result.{key} is not an array of objects")
+            items.extend(page)
+            cursor = result.get("nextCursor")
+            if not cursor:
+                return items
+            if not isinstance(cursor, str):
+                raise InvalidResponse(f"{method} result.nextCursor is not a string")
+        raise InvalidResponse(f"{method} returned more than {_MAX_TOOL_PAGES} pages")
 
     async def listen(
         self, task_ids: Iterable[str], *, subscription_id: str | None = None
@@ -259,7 +339,7 @@ class McpClient:
         the server closes gracefully. A stream that breaks off raises StreamDropped; a server
         without the method raises ListenUnsupported.
         """
-        if self.era == "legacy":
+        if await self._era() == "legacy":
             raise ListenUnsupported("a legacy (pre-2026-07-28) server has no subscriptions/listen")
         sub_id = subscription_id or f"listen-{next(self._ids)}-{secrets.token_hex(4)}"
         params = {"notifications": {"taskIds": list(task_ids)}}
@@ -276,9 +356,13 @@ class McpClient:
 
     # --- requests -------------------------------------------------------------------------
 
+    async def _era(self) -> str:
+        """The server's era, learned by discovery the first time it matters (§1.4)."""
+        if self.era is None:
+            await self.discover()
+        return self.era or "modern"
+
     async def _task_call(self, method: str, params: JsonObject) -> JsonObject:
-        if self.era == "legacy":
-            raise McpError(f"{method}: a legacy (pre-2026-07-28) server has no SEP-2663 tasks")
         result = await self._call(method, params)
         kind = result.get("resultType", "complete")
         if kind not in ("complete", "task"):  # "task" here is the SEP's editing slip (§10 #14)
@@ -306,7 +390,16 @@ class McpClient:
                 *((k.encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()),
             ]
         body = self._body(request_id, method, params)
-        result, _ = await self._exchange(method, request_id, body, headers, total)
+        try:
+            result, _ = await self._exchange(method, request_id, body, headers, total)
+        except ProtocolError as exc:
+            if not _offers_our_version(exc):
+                raise
+            # -32022 although we asked for a version it lists: the request was refused before any
+            # work, so one retry with a new id is safe (SEP-2575 version negotiation).
+            request_id = next(self._ids)
+            body = self._body(request_id, method, params)
+            result, _ = await self._exchange(method, request_id, body, headers, total)
         return result
 
     async def _exchange(
@@ -331,13 +424,19 @@ class McpClient:
             raise _broken(method, exc) from exc
 
     async def _open(
-        self, body: bytes, headers: RequestHeaders, timeouts: httpx.Timeout | None
+        self,
+        body: bytes,
+        headers: RequestHeaders,
+        timeouts: httpx.Timeout | None,
+        http_method: str = "POST",
     ) -> httpx.Response:
         try:
             timeout = timeouts.as_dict() if timeouts is not None else self._timeout
             request = httpx.Request(
-                "POST", self._url, content=body, headers=headers, extensions={"timeout": timeout}
+                http_method, self._url, content=body, headers=headers, extensions={"timeout": timeout}
             )
+            if self._auth is not None:
+                return await self._send_with_auth(request)
             return await self._transport.handle_async_request(request)
         except httpx.UnsupportedProtocol as exc:
             raise TransportError(f"cannot reach {self.url}: {exc}", permanent=True) from exc
@@ -349,6 +448,22 @@ class McpClient:
                 f"{self.url}: the request was sent but no answer came ({_describe(exc)}); "
                 "the outcome is unknown"
             ) from exc
+
+    async def _send_with_auth(self, request: httpx.Request) -> httpx.Response:
+        """httpx.Auth's flow over our transport: it may sign the request, and answer a 401 or 403
+        with another attempt (as httpx.AsyncClient drives it)."""
+        assert self._auth is not None
+        flow = self._auth.async_auth_flow(request)
+        request = await flow.__anext__()
+        while True:
+            response = await self._transport.handle_async_request(request)
+            if self._auth.requires_response_body:
+                await response.aread()
+            try:
+                request = await flow.asend(response)
+            except StopAsyncIteration:
+                return response
+            await response.aclose()
 
     def _body(self, request_id: int | str, method: str, params: JsonObject) -> bytes:
         own_meta = params.get("_meta")
@@ -493,12 +608,13 @@ class McpClient:
         await self._legacy_notify("notifications/initialized")
         self.era = "legacy"
         capabilities = result.get("capabilities")
+        self._legacy_tasks = legacy.offers_tool_tasks(capabilities)
         return Discovery(
             era="legacy",
             protocol_version=version,
             supported_versions=[version],
             capabilities=capabilities if isinstance(capabilities, dict) else {},
-            tasks_supported=False,
+            tasks_supported=self._legacy_tasks,
             server_info=server_info_of(result),
             instructions=_opt_str(result.get("instructions")),
             raw=result,
@@ -509,6 +625,45 @@ class McpClient:
         body = json.dumps({"jsonrpc": "2.0", "method": method}).encode()
         response = await self._open(body, self._legacy_headers, None)
         await response.aclose()
+
+    def _require_legacy_tasks(self, method: str) -> None:
+        if not self._legacy_tasks:
+            raise McpError(
+                f"{method}: {self.url} is a legacy (2025-11-25 or older) server that offers no tasks; "
+                "nothing was sent"
+            )
+
+    async def _legacy_runs_as_task(self, tool: str) -> bool:
+        if not self._legacy_tasks:
+            return False
+        if self._legacy_task_support is None or tool not in self._legacy_task_support:
+            await self.list_tools()
+        return (self._legacy_task_support or {}).get(tool) in ("optional", "required")
+
+    async def _legacy_get_task(self, task_id: str) -> DetailedTask:
+        """tasks/get, and for a finished task tasks/result, as one modern DetailedTask."""
+        self._require_legacy_tasks("tasks/get")
+        state = await self._call("tasks/get", {"taskId": task_id})
+        outcome: JsonObject | None = None
+        error: ProtocolError | None = None
+        if state.get("status") in ("completed", "failed"):
+            try:
+                outcome = await self._call("tasks/result", {"taskId": task_id})
+            except ProtocolError as exc:
+                error = exc
+        return legacy.translate(state, result=outcome, error=error)
+
+    async def _end_legacy_session(self) -> None:
+        headers = self._legacy_headers
+        if not headers or "Mcp-Session-Id" not in headers:
+            return
+        self._legacy_headers = None
+        try:
+            async with asyncio.timeout(self.timeouts.connect):
+                response = await self._open(b"", headers, None, http_method="DELETE")
+                await response.aclose()
+        except (McpError, TimeoutError, *TRANSPORT_FAILURES) as exc:
+            log.info("could not end the legacy session with %s: %s", self.url, exc)
 
     async def _legacy_call(self, method: str, params: JsonObject, *, retry: bool = True) -> JsonObject:
         if self._legacy_headers is None:
@@ -540,6 +695,11 @@ def _means_legacy(exc: ProtocolError) -> bool:
             and all(isinstance(v, str) and v < "2026" for v in supported)
         )
     return exc.code not in _MODERN_ERRORS and not exc.is_missing_capability
+
+
+def _offers_our_version(exc: ProtocolError) -> bool:
+    supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+    return exc.code == UNSUPPORTED_VERSION and isinstance(supported, list) and PROTOCOL_VERSION in supported
 
 
 def _modern_discovery(result: JsonObject, versions: list[Any]) -> Discovery:

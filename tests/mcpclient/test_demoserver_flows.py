@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from tasksapp.demoserver.tools import TOOLS
 from tasksapp.mcpclient import (
     ALL_INPUT_KINDS,
     CompletedTask,
@@ -179,7 +180,7 @@ async def test_a_short_ttl_task_expires_into_not_found(client: McpClient) -> Non
 async def test_tools_list_follows_cursors_across_pages(client: McpClient, demo_server: RunningPeer) -> None:
     demo_server.clear()
     tools = await client.list_tools()
-    assert len(tools) == 16
+    assert len(tools) == len(TOOLS)
     pages = [r for r in demo_server.received() if r["method"] == "tools/list"]
     assert len(pages) >= 3 and "cursor" in pages[-1]["body"]["params"]
 
