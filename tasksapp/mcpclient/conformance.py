@@ -1,0 +1,156 @@
+"""`python -m tasksapp.mcpclient.conformance URL`: the client the official conformance suite drives.
+
+`conformance client --command "python -m tasksapp.mcpclient.conformance"` appends the URL of
+its scenario server and names the scenario in MCP_CONFORMANCE_SCENARIO (and, for some, passes
+data in MCP_CONFORMANCE_CONTEXT). Each scenario is played with McpClient's public API only.
+Whatever a server asks (an elicitation, an MRTR round) or a tool needs (its arguments) comes
+from an Operator; `main()` uses the dashboard's scripted operator, which fills the dashboard's
+own forms, so the library stays free of Django and the answers are the ones the UI would send.
+
+Exit status: 0 when the scenario was played through, 1 when an exchange failed, 2 for a
+scenario this client does not play (the auth/* ones wait for the OAuth client, issue 11).
+"""
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from tasksapp.mcpclient.client import McpClient
+from tasksapp.mcpclient.errors import McpError
+from tasksapp.mcpclient.types import InputRequest, InputRequired, JsonObject, Tool
+from tasksapp.mcpclient.wire import ALL_INPUT_KINDS
+
+MAX_ROUNDS = 10
+CLIENT_INFO: JsonObject = {"name": "mcp-tasks-dashboard-conformance", "version": "0.1.0"}
+
+
+class Operator(Protocol):
+    """The person in front of the dashboard: answers input requests, fills in tool arguments."""
+
+    def answer(self, request: InputRequest) -> JsonObject: ...
+
+    def arguments(self, tool: Tool) -> JsonObject: ...
+
+
+Scenario = Callable[[McpClient, Operator, JsonObject], Awaitable[None]]
+Between = Callable[[], Awaitable[None]]
+
+
+async def settle(
+    client: McpClient, operator: Operator, name: str, arguments: JsonObject, *, between: Between | None = None
+) -> Any:
+    """tools/call, answering each input_required round through the operator (at most MAX_ROUNDS).
+
+    `between` runs before every retry: another request in between must not carry this call's
+    inputResponses or requestState (they belong to the retry alone, §4.2).
+    """
+    outcome = await client.call_tool(name, arguments)
+    for _ in range(MAX_ROUNDS):
+        if not isinstance(outcome, InputRequired):
+            return outcome
+        answers = {key: operator.answer(request) for key, request in outcome.input_requests.items()}
+        if between is not None:
+            await between()
+        outcome = await client.call_tool(
+            name, arguments, input_responses=answers, request_state=outcome.request_state
+        )
+    raise McpError(f"{name}: still asking for input after {MAX_ROUNDS} rounds")
+
+
+async def call_every_tool(client: McpClient, operator: Operator, context: JsonObject) -> None:
+    """tools/list (tools with invalid x-mcp-header annotations are dropped), then call each kept one."""
+    for tool in await client.list_tools():
+        await settle(client, operator, tool.name, operator.arguments(tool))
+
+
+async def discover_and_list(client: McpClient, operator: Operator, context: JsonObject) -> None:
+    await client.discover()
+    await client.list_tools()
+
+
+async def look_without_fetching(client: McpClient, operator: Operator, context: JsonObject) -> None:
+    """List tools and build each one's Run form: processing a schema must never fetch a network $ref."""
+    for tool in await client.list_tools():
+        operator.arguments(tool)
+
+
+async def everything_listed(client: McpClient, operator: Operator, context: JsonObject) -> None:
+    await call_every_tool(client, operator, context)
+    for resource in await client.list_resources():
+        await client.read_resource(str(resource["uri"]))
+    for prompt in await client.list_prompts():
+        await client.get_prompt(str(prompt["name"]))
+
+
+async def context_tool_calls(client: McpClient, operator: Operator, context: JsonObject) -> None:
+    """The calls the scenario names in MCP_CONFORMANCE_CONTEXT, with exactly its arguments."""
+    await client.list_tools()
+    for call in context.get("toolCalls", []):
+        await settle(client, operator, str(call["name"]), dict(call.get("arguments") or {}))
+
+
+async def request_state_rounds(client: McpClient, operator: Operator, context: JsonObject) -> None:
+    await client.list_tools()
+
+    async def unrelated() -> None:
+        await client.call_tool("test_mrtr_unrelated", {})
+
+    await settle(client, operator, "test_mrtr_echo_state", {}, between=unrelated)
+    await settle(client, operator, "test_mrtr_no_state", {})
+    await settle(client, operator, "test_mrtr_no_result_type", {})
+
+
+async def echo_schema(client: McpClient, operator: Operator, context: JsonObject) -> None:
+    """Send the focal tool's inputSchema back as it arrived: nothing may be lost on the way."""
+    tools = {tool.name: tool for tool in await client.list_tools()}
+    focal = tools.get("json_schema_2020_12_tool")
+    if focal is None:
+        raise McpError("the scenario's server listed no json_schema_2020_12_tool")
+    await client.call_tool("json_schema_echo", {"schema": focal.input_schema})
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "tools_call": call_every_tool,
+    "request-metadata": discover_and_list,
+    "sep-2322-client-request-state": request_state_rounds,
+    "http-standard-headers": everything_listed,
+    "http-custom-headers": context_tool_calls,
+    "http-invalid-tool-headers": call_every_tool,
+    "json-schema-ref-no-deref": look_without_fetching,
+    "json-schema-2020-12-preservation": echo_schema,
+}
+
+
+async def play(scenario: str, url: str, context: JsonObject, operator: Operator) -> None:
+    """Play one scenario against the suite's server at `url`."""
+    async with McpClient(url, input_kinds=ALL_INPUT_KINDS, client_info=CLIENT_INFO) as client:
+        await SCENARIOS[scenario](client, operator, context)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if not args:
+        print("usage: python -m tasksapp.mcpclient.conformance URL (scenario in MCP_CONFORMANCE_SCENARIO)")
+        return 2
+    if scenario not in SCENARIOS:
+        reason = "OAuth is not in this client yet (issue 11)" if scenario.startswith("auth/") else "unknown"
+        print(f"conformance client: scenario {scenario!r} is not played here: {reason}", file=sys.stderr)
+        return 2
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    # The one import from outside the pure library: the dashboard's forms answer, as a person would.
+    from tasksapp.scripted_operator import ScriptedOperator
+
+    try:
+        asyncio.run(play(scenario, args[-1], context, ScriptedOperator()))
+    except McpError as exc:
+        print(f"conformance client: {scenario}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
