@@ -130,6 +130,29 @@ async def play(scenario: str, url: str, context: JsonObject, operator: Operator)
         await SCENARIOS[scenario](client, operator, context)
 
 
+class _DashboardOperator:
+    """The dashboard's scripted operator, set up (Django's settings, its forms) on first use only.
+
+    The one reach outside the pure library: answers come from the dashboard's own forms.
+    """
+
+    def __init__(self) -> None:
+        self._operator: Operator | None = None
+
+    def _get(self) -> Operator:
+        if self._operator is None:
+            from tasksapp.scripted_operator import ScriptedOperator
+
+            self._operator = ScriptedOperator()
+        return self._operator
+
+    def answer(self, request: InputRequest) -> JsonObject:
+        return self._get().answer(request)
+
+    def arguments(self, tool: Tool) -> JsonObject:
+        return self._get().arguments(tool)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
@@ -141,11 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"conformance client: scenario {scenario!r} is not played here: {reason}", file=sys.stderr)
         return 2
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    # The one import from outside the pure library: the dashboard's forms answer, as a person would.
-    from tasksapp.scripted_operator import ScriptedOperator
-
     try:
-        asyncio.run(play(scenario, args[-1], context, ScriptedOperator()))
+        asyncio.run(play(scenario, args[-1], context, _DashboardOperator()))
     except McpError as exc:
         print(f"conformance client: {scenario}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

