@@ -24,8 +24,6 @@ from tests.conformance.suite import (
 )
 from tests.peers.launch import npm_package, running
 
-PARALLEL = 4
-
 INTRO = """# Conformance: the official MCP conformance suite
 
 The npm package `@modelcontextprotocol/conformance` (pinned in `tests/peers/npm/package.json`,
@@ -65,7 +63,7 @@ def _run_all() -> tuple[list[Outcome], list[Outcome]]:
     with running("demoserver", command, "demoserver listening on") as peer:
         outcomes = run_server_requirements(peer.url)
     servers = [outcomes[scenario] for scenario in server_scenarios()]
-    with ThreadPoolExecutor(PARALLEL) as pool:
+    with ThreadPoolExecutor(2) as pool:
         clients = list(pool.map(run_client, client_scenarios()))
     return servers, clients
 
