@@ -41,8 +41,8 @@ class ScriptedOperator:
             return elicitation.roots_result(self.roots)
         if request.method == "sampling/createMessage":
             reply = {"text": "Paris.", "model": "", "stop_reason": "endTurn"}
-            form = elicitation.sampling_form(params, data=reply)
-            return form.result() if form.is_valid() else {"action": "decline"}
+            sampling = elicitation.sampling_form(params, data=reply)
+            return sampling.result() if sampling.is_valid() else {"action": "decline"}
         if request.method != "elicitation/create":
             raise ValueError(f"the dashboard cannot answer {request.method!r}")
         if params.get("mode") == "url":
@@ -89,10 +89,11 @@ def _typical(field: Any) -> Any:
 
     if isinstance(field, forms.BooleanField):
         return True
+    choices: list[Any] = [value for value, _ in getattr(field, "choices", [])]
     if isinstance(field, forms.MultipleChoiceField):
-        return [value for value, _ in field.choices][: max(1, getattr(field, "min_items", None) or 1)]
+        return choices[: max(1, getattr(field, "min_items", None) or 1)]
     if isinstance(field, forms.ChoiceField):
-        return next((value for value, _ in field.choices if value not in ("", "false")), "")
+        return next((value for value in choices if value not in ("", "false")), "")
     if isinstance(field, forms.IntegerField | forms.FloatField):
         low = field.min_value
         return low if low is not None else 1

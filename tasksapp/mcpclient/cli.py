@@ -1,7 +1,8 @@
 """`python -m tasksapp.mcpclient URL VERB ...`: the client for people and scripts.
 
 Prints JSON: one object per result, one line per observed change under --follow and listen.
-Exit codes: 0 done, 1 transport error, 2 JSON-RPC error (or bad usage), 3 task waiting for input.
+Exit codes: 0 done, 1 transport error (or a legacy server asked for what it cannot do), 2 JSON-RPC
+error, bad usage, or a listen whose acknowledgement accepts none of the ids, 3 task waiting for input.
 """
 
 import argparse
@@ -122,6 +123,10 @@ async def _listen(client: McpClient, task_ids: list[str]) -> int:
                         "taskIds": event.task_ids,
                     }
                 )
+                if refused := [task_id for task_id in task_ids if task_id not in event.task_ids]:
+                    _refused(refused, any_left=bool(event.task_ids))
+                if not event.task_ids:
+                    return EXIT_RPC
             elif isinstance(event, ListenEnded):
                 _emit({"event": "ended", "subscriptionId": event.subscription_id})
             else:
@@ -130,6 +135,16 @@ async def _listen(client: McpClient, task_ids: list[str]) -> int:
         _fail({"message": str(exc), "type": "ListenUnsupported"})
         return EXIT_TRANSPORT
     return EXIT_OK
+
+
+def _refused(task_ids: list[str], *, any_left: bool) -> None:
+    """The ack honours only some ids (§7.2): say which, and stop when nothing is left to wait for."""
+    what = "will not push" if any_left else "accepted none of the ids, so there is nothing to listen for"
+    message = (
+        f"the server {what}: {', '.join(task_ids)} (unknown, expired or finished, or it does not "
+        "push tasks); poll them with `get` instead"
+    )
+    _fail({"message": message, "type": "NotAcknowledged", "taskIds": task_ids})
 
 
 ID_VERBS = {"get", "update", "cancel", "listen"}

@@ -102,3 +102,22 @@ def test_task_ids_starting_with_a_dash_are_ids_not_options(fastmcp_server: Runni
         assert json.loads(run.stderr)["error"]["code"] == -32602
     update = cli(fastmcp_server.url, "update", "-dash-id", '{"-dash-id:0": {"action": "decline"}}')
     assert update.returncode == 2 and json.loads(update.stderr)["error"]["code"] == -32602
+
+
+def test_task_verbs_on_a_legacy_server_are_refused_clearly(legacy_server: RunningPeer) -> None:
+    for verb in (["get", "t-1"], ["cancel", "t-1"], ["update", "t-1", "{}"], ["listen", "t-1"]):
+        legacy_server.clear()
+        run = cli(legacy_server.url, *verb)
+        assert run.returncode == 1, (verb, run.stdout, run.stderr)
+        assert "legacy" in json.loads(run.stderr)["error"]["message"]
+        sent = [r["method"] for r in legacy_server.received() if r.get("http") == "POST"]
+        assert not any(m.startswith(("tasks/", "subscriptions/")) for m in sent), sent
+
+
+def test_listen_stops_when_the_ack_accepts_none_of_the_ids(demo_server: RunningPeer) -> None:
+    run = cli(demo_server.url, "listen", "no-such-task-1", "no-such-task-2", timeout=20)
+    assert run.returncode == 2, run.stderr
+    assert lines(run.stdout) == [lines(run.stdout)[0]] and lines(run.stdout)[0]["taskIds"] == []
+    error = json.loads(run.stderr)["error"]
+    assert error["type"] == "NotAcknowledged" and error["taskIds"] == ["no-such-task-1", "no-such-task-2"]
+    assert "nothing to listen for" in error["message"]

@@ -51,3 +51,32 @@ async def test_an_expired_session_is_renewed_once(legacy_server: RunningPeer) ->
         outcome = await client.call_tool("add", {"a": 2, "b": 40})
     assert isinstance(outcome, ToolResult) and outcome.structured_content == {"result": 42}
     assert legacy_server.last_request("tools/call")["headers"]["mcp-session-id"] != session
+
+
+async def test_closing_the_client_ends_the_legacy_session(legacy_server: RunningPeer) -> None:
+    legacy_server.clear()
+    async with McpClient(legacy_server.url) as client:
+        await client.list_tools()
+    session = legacy_server.last_request("tools/list")["headers"]["mcp-session-id"]
+    deletes = [r for r in legacy_server.received() if r.get("http") == "DELETE"]
+    assert [(r["headers"].get("mcp-session-id"), r["status"]) for r in deletes] == [(session, 200)]
+
+
+async def test_task_methods_on_an_unknown_era_discover_first_and_send_nothing(
+    legacy_server: RunningPeer,
+) -> None:
+    for attempt in ("get", "update", "cancel", "listen"):
+        legacy_server.clear()
+        async with McpClient(legacy_server.url) as client:  # era unknown: nothing said yet
+            with pytest.raises(McpError, match="legacy"):
+                if attempt == "get":
+                    await client.get_task("some-task")
+                elif attempt == "update":
+                    await client.update_task("some-task", {})
+                elif attempt == "cancel":
+                    await client.cancel_task("some-task")
+                else:
+                    async for _ in client.listen(["some-task"]):
+                        pass
+        methods = [r["method"] for r in legacy_server.received() if r.get("http") == "POST"]
+        assert methods == ["server/discover", "initialize", "notifications/initialized"], attempt

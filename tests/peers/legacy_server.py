@@ -24,9 +24,10 @@ SIGTERM and SIGINT shut it down cleanly (uvicorn's graceful shutdown, exit statu
 A small ASGI wrapper records every POST the server receives (the same debug endpoints as
 tests/peers/fastmcp_server.py):
 
-* ``GET  /_debug/requests``       JSON list of the last 500 POSTs:
-  ``[{"method": <JSON-RPC method or null>, "headers": {lowercased: value}, "body": <JSON>,
-  "path": "/mcp"}]`` (``body`` is null and ``raw`` holds the text if it was not JSON)
+* ``GET  /_debug/requests``       JSON list of the last 500 POSTs and DELETEs:
+  ``[{"method": <JSON-RPC method or null>, "http": "POST"|"DELETE", "headers": {lowercased: value},
+  "body": <JSON>, "path": "/mcp"}]`` (``body`` is null and ``raw`` holds the text if it was not
+  JSON; a DELETE also has ``status``, the HTTP status the server answered)
 * ``GET  /_debug/stats``          ``{"methods": {<JSON-RPC method>: count}}``
 * ``POST /_debug/requests/clear`` empties both; answers ``{"cleared": true}``
 
@@ -101,7 +102,21 @@ class DebugRecorder:
             return
         if verb == "POST":
             receive = await self._record(scope, receive)
+        elif verb == "DELETE":
+            self._store(scope, b"")
+            send = self._noting_status(send)
         await self.app(scope, receive, send)
+
+    def _noting_status(self, send: Send) -> Send:
+        """Records the status the server gave a DELETE (200: the session ended)."""
+        entry = self.requests[-1]
+
+        async def noted(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                entry["status"] = message["status"]
+            await send(message)
+
+        return noted
 
     async def _record(self, scope: Scope, receive: Receive) -> Receive:
         chunks: list[bytes] = []
@@ -130,9 +145,15 @@ class DebugRecorder:
         for name, value in scope["headers"]:
             key, text = name.decode("latin-1").lower(), value.decode("latin-1")
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
-        entry: dict[str, Any] = {"method": None, "headers": headers, "body": None, "path": scope["path"]}
+        entry: dict[str, Any] = {
+            "method": None,
+            "http": scope["method"],
+            "headers": headers,
+            "body": None,
+            "path": scope["path"],
+        }
         try:
-            entry["body"] = json.loads(raw)
+            entry["body"] = json.loads(raw) if raw else None
         except ValueError:
             entry["raw"] = raw.decode("utf-8", "replace")
         if isinstance(entry["body"], dict) and isinstance(entry["body"].get("method"), str):
