@@ -17,8 +17,9 @@ def task_json(task: RemoteTask, *, events: bool = True) -> dict[str, Any]:
         "taskId": task.remote_id,
         "status": task.status,
         "statusMessage": task.status_message or None,
-        "createdAt": task.created_at_raw or None,
+        "createdAt": task.created_at_raw or None,  # the server's createdAt, as it sent it
         "lastUpdatedAt": task.updated_at_raw or None,
+        "mirroredAt": task.created_at.isoformat(),  # when the dashboard first stored the task
         "ttlMs": task.ttl_ms,
         "pollIntervalMs": task.poll_interval_ms,
         "result": task.result,
@@ -48,7 +49,8 @@ def task_row_json(task: RemoteTask) -> dict[str, Any]:
         "status": task.status,
         "display": task.display_status,
         "statusMessage": task.status_message or None,
-        "createdAt": task.created_at.isoformat(),
+        "createdAt": task.created_at_raw or None,  # the same field as in task_json
+        "mirroredAt": task.created_at.isoformat(),
     }
 
 
