@@ -18,7 +18,7 @@ class Command(JsonCommand):
         show.add_argument("id", type=int)
         answer = verbs.add_parser("answer", help="retry the call with inputResponses (and its requestState)")
         answer.add_argument("id", type=int)
-        answer.add_argument("responses", help='RESPONSES_JSON: {"<key>": {"action": "accept", "content": {…}}}')
+        answer.add_argument("responses", help='RESPONSES_JSON: {"<key>": {"action": "accept", …}}')
         for sub in (show, answer):
             sub.add_argument("--json", action="store_true")
 
