@@ -5,7 +5,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.peers.launch import RunningPeer, demoserver_argv, fastmcp_argv, legacy_argv, running
+from tests.peers.launch import (
+    RunningPeer,
+    demoserver_argv,
+    everything_argv,
+    fastmcp_argv,
+    legacy_argv,
+    running,
+    sdk_argv,
+    start_peer,
+    ts2_argv,
+)
 
 if TYPE_CHECKING:
     from tasksapp.models import McpServer
@@ -36,6 +46,36 @@ def legacy_server() -> Iterator[RunningPeer]:
     """A real 2025-11-25 server: the official SDK's last 1.x release, in its own venv."""
     with running("legacy", legacy_argv(), LEGACY_READY) as peer:
         yield peer
+
+
+@pytest.fixture(scope="session")
+def sdk_server() -> Iterator[RunningPeer]:
+    """The official Python SDK's server (mcp==2.3.0, 2026-07-28, MRTR, no tasks)."""
+    with running("sdk", sdk_argv(), "sdk peer listening on") as peer:
+        yield peer
+
+
+@pytest.fixture(scope="session")
+def ts2_server() -> Iterator[RunningPeer]:
+    """The official TypeScript SDK v2 server (@modelcontextprotocol/server 2.4.0, default mode)."""
+    with running("ts2", ts2_argv(), "ts2 peer listening on") as peer:
+        yield peer
+
+
+@pytest.fixture(scope="session")
+def everything_server() -> Iterator[RunningPeer]:
+    """@modelcontextprotocol/server-everything 2026.8.31: 2025-11-25 with its experimental tasks."""
+    peer = start_peer(
+        "everything",
+        everything_argv(),
+        "MCP Streamable HTTP Server listening on port",
+        env={"PORT": "{port}"},
+        url_of="http://127.0.0.1:{port}/mcp",
+    )
+    try:
+        yield peer
+    finally:
+        peer.stop()
 
 
 @pytest.fixture

@@ -245,19 +245,14 @@ class McpClient:
         if request_state is not None:
             params["requestState"] = request_state
         if await self._era() == "legacy" and await self._legacy_runs_as_task(name):
-            params["task"] = {}  # 2025-11-25: the client asks for a task; this tool needs or allows one
-            result = await self._call("tools/call", params, total=self.timeouts.call)
-            if "task" in result:
-                task = legacy.created_task(result)
-                return TaskCreated(task=task, raw={"resultType": "task", **task.raw})
-            return parse_call_outcome(result)
+            return await self._legacy_task_call(params)
         extra = self._tool_param_headers(name, arguments or {})
         result = await self._call("tools/call", params, extra_headers=extra, total=self.timeouts.call)
         return parse_call_outcome(result)
 
     async def get_task(self, task_id: str) -> DetailedTask:
         """tasks/get. An unknown or expired task raises ProtocolError with is_not_found."""
-        if await self._era() == "legacy":
+        if legacy.unpack(task_id) is not None or await self._era() == "legacy":
             task = await self._legacy_get_task(task_id)
         else:
             result = await self._task_call("tasks/get", {"taskId": task_id})
@@ -277,9 +272,9 @@ class McpClient:
 
     async def cancel_task(self, task_id: str) -> None:
         """tasks/cancel. Cooperative: the task may still end completed or failed."""
-        if await self._era() == "legacy":
-            self._require_legacy_tasks("tasks/cancel")
-            await self._call("tasks/cancel", {"taskId": task_id})
+        if legacy.unpack(task_id) is not None or await self._era() == "legacy":
+            headers, server_id = await self._legacy_task_headers(task_id, "tasks/cancel")
+            await self._legacy_exchange(headers, "tasks/cancel", {"taskId": server_id})
             return
         await self._task_call("tasks/cancel", {"taskId": task_id})
 
@@ -595,20 +590,11 @@ class McpClient:
     # --- legacy servers (2025-11-25 and older): tools only, no tasks ----------------------
 
     async def _initialize_legacy(self) -> Discovery:
-        params = {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": self._client_info}
-        body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}).encode()
-        headers = dict(self._fixed_headers)
-        result, response_headers = await self._exchange("initialize", 0, body, headers, None)
-        version = result.get("protocolVersion")
-        if not isinstance(version, str):
-            raise InvalidResponse("initialize result.protocolVersion is not a string")
-        self._legacy_headers = {**headers, "MCP-Protocol-Version": version}
-        if session := response_headers.get("mcp-session-id"):
-            self._legacy_headers["Mcp-Session-Id"] = session
-        await self._legacy_notify("notifications/initialized")
+        result, self._legacy_headers = await self._legacy_handshake()
         self.era = "legacy"
         capabilities = result.get("capabilities")
         self._legacy_tasks = legacy.offers_tool_tasks(capabilities)
+        version = self._legacy_headers["MCP-Protocol-Version"]
         return Discovery(
             era="legacy",
             protocol_version=version,
@@ -620,13 +606,25 @@ class McpClient:
             raw=result,
         )
 
-    async def _legacy_notify(self, method: str) -> None:
-        assert self._legacy_headers is not None
-        body = json.dumps({"jsonrpc": "2.0", "method": method}).encode()
-        response = await self._open(body, self._legacy_headers, None)
-        await response.aclose()
+    async def _legacy_handshake(self) -> tuple[JsonObject, dict[str, str]]:
+        """initialize + notifications/initialized: the result, and the headers of the new session."""
+        params = {"protocolVersion": LEGACY_VERSION, "capabilities": {}, "clientInfo": self._client_info}
+        body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}).encode()
+        headers = dict(self._fixed_headers)
+        result, response_headers = await self._exchange("initialize", 0, body, headers, None)
+        version = result.get("protocolVersion")
+        if not isinstance(version, str):
+            raise InvalidResponse("initialize result.protocolVersion is not a string")
+        session = {**headers, "MCP-Protocol-Version": version}
+        if session_id := response_headers.get("mcp-session-id"):
+            session["Mcp-Session-Id"] = session_id
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+        await (await self._open(note, session, None)).aclose()
+        return result, session
 
-    def _require_legacy_tasks(self, method: str) -> None:
+    async def _require_legacy_tasks(self, method: str) -> None:
+        if self._legacy_headers is None:
+            await self._initialize_legacy()  # an era known from before: shake hands to learn the rest
         if not self._legacy_tasks:
             raise McpError(
                 f"{method}: {self.url} is a legacy (2025-11-25 or older) server that offers no tasks; "
@@ -634,36 +632,90 @@ class McpClient:
             )
 
     async def _legacy_runs_as_task(self, tool: str) -> bool:
+        if self._legacy_headers is None:
+            await self._initialize_legacy()
         if not self._legacy_tasks:
             return False
         if self._legacy_task_support is None or tool not in self._legacy_task_support:
             await self.list_tools()
         return (self._legacy_task_support or {}).get(tool) in ("optional", "required")
 
+    async def _legacy_task_call(self, params: JsonObject) -> CallOutcome:
+        """A task of a 2025-11-25 server, in a session of its own: the server may keep the task in
+        the session that made it, so the session lives as long as the task (ended once it is seen
+        finished) and its id travels in the task id this client hands out (legacy.handle)."""
+        _, session = await self._legacy_handshake()
+        params = {**params, "task": {}}  # 2025-11-25: the client asks for a task
+        result = await self._legacy_exchange(session, "tools/call", params, total=self.timeouts.call)
+        if "task" not in result:
+            await self._end_session(session)
+            return parse_call_outcome(result)
+        server_id = require_object(result.get("task"), "tools/call result.task").get("taskId")
+        if not isinstance(server_id, str):
+            raise InvalidResponse("tools/call result.task.taskId is not a string")
+        version = session["MCP-Protocol-Version"]
+        task = legacy.created_task(result, legacy.handle(session.get("Mcp-Session-Id"), server_id, version))
+        return TaskCreated(task=task, raw={"resultType": "task", **task.raw})
+
+    async def _legacy_task_headers(self, task_id: str, method: str) -> tuple[dict[str, str], str]:
+        """The headers (its own session, if it has one) and the server's id for a legacy task."""
+        unpacked = legacy.unpack(task_id)
+        if unpacked is None:
+            await self._require_legacy_tasks(method)
+            assert self._legacy_headers is not None
+            return self._legacy_headers, task_id
+        session, server_id, version = unpacked
+        headers = {**self._fixed_headers, "MCP-Protocol-Version": version, "Mcp-Session-Id": session}
+        return headers, server_id
+
     async def _legacy_get_task(self, task_id: str) -> DetailedTask:
         """tasks/get, and for a finished task tasks/result, as one modern DetailedTask."""
-        self._require_legacy_tasks("tasks/get")
-        state = await self._call("tasks/get", {"taskId": task_id})
+        headers, server_id = await self._legacy_task_headers(task_id, "tasks/get")
+        state = await self._legacy_exchange(headers, "tasks/get", {"taskId": server_id})
         outcome: JsonObject | None = None
         error: ProtocolError | None = None
         if state.get("status") in ("completed", "failed"):
             try:
-                outcome = await self._call("tasks/result", {"taskId": task_id})
+                outcome = await self._legacy_exchange(headers, "tasks/result", {"taskId": server_id})
             except ProtocolError as exc:
                 error = exc
-        return legacy.translate(state, result=outcome, error=error)
+        task = legacy.translate(state, result=outcome, error=error, task_handle=task_id)
+        if task.is_terminal and headers is not self._legacy_headers:
+            await self._end_session(headers)  # the task's own session: nothing else lives there
+        return task
+
+    async def _legacy_exchange(
+        self, headers: dict[str, str], method: str, params: JsonObject, total: float | None = None
+    ) -> JsonObject:
+        """One legacy request on the given session; a session the server no longer knows (404)
+        means whatever lived in it is gone, which task callers see as not found."""
+        request_id = next(self._ids)
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+        try:
+            result, _ = await self._exchange(method, request_id, body, headers, total)
+        except (ProtocolError, TransportError) as exc:
+            if "Mcp-Session-Id" in headers and method.startswith("tasks/") and _session_gone(exc):
+                raise ProtocolError(
+                    INVALID_PARAMS, f"{method}: the legacy session that held this task has ended", status=404
+                ) from exc
+            raise
+        return result
 
     async def _end_legacy_session(self) -> None:
-        headers = self._legacy_headers
-        if not headers or "Mcp-Session-Id" not in headers:
+        headers, self._legacy_headers = self._legacy_headers, None
+        if headers:
+            await self._end_session(headers)
+
+    async def _end_session(self, headers: dict[str, str]) -> None:
+        """DELETE a legacy session so the server can free it (405: it does not allow that)."""
+        if "Mcp-Session-Id" not in headers:
             return
-        self._legacy_headers = None
         try:
             async with asyncio.timeout(self.timeouts.connect):
                 response = await self._open(b"", headers, None, http_method="DELETE")
                 await response.aclose()
         except (McpError, TimeoutError, *TRANSPORT_FAILURES) as exc:
-            log.info("could not end the legacy session with %s: %s", self.url, exc)
+            log.info("could not end a legacy session with %s: %s", self.url, exc)
 
     async def _legacy_call(self, method: str, params: JsonObject, *, retry: bool = True) -> JsonObject:
         if self._legacy_headers is None:
@@ -695,6 +747,12 @@ def _means_legacy(exc: ProtocolError) -> bool:
             and all(isinstance(v, str) and v < "2026" for v in supported)
         )
     return exc.code not in _MODERN_ERRORS and not exc.is_missing_capability
+
+
+def _session_gone(exc: ProtocolError | TransportError) -> bool:
+    """The server no longer knows a legacy session: 404 (the SDK), or a 400 naming the session
+    (server-everything's "No valid session ID provided")."""
+    return exc.status == 404 or (exc.status == 400 and "session" in str(exc).lower())
 
 
 def _offers_our_version(exc: ProtocolError) -> bool:

@@ -8,12 +8,16 @@ with `isError`. Callers see the same DetailedTask variants as for a modern serve
 in the modern shape, so the mirror, the CLI and the UI need no second code path.
 """
 
+import base64
+import binascii
+import json
 from typing import Any
 
 from tasksapp.mcpclient.errors import InvalidResponse, ProtocolError
 from tasksapp.mcpclient.types import DetailedTask, JsonObject, parse_detailed_task, require_object
 
 LEGACY_TASK_KEY = "io.modelcontextprotocol/legacyTask"
+HANDLE_PREFIX = "legacy-task."
 TASK_SUPPORT_VALUES = ("forbidden", "optional", "required")
 
 
@@ -32,17 +36,52 @@ def task_support(tool_raw: JsonObject) -> str:
     return support if support in TASK_SUPPORT_VALUES else "forbidden"
 
 
-def created_task(result: JsonObject) -> DetailedTask:
+def handle(session: str | None, task_id: str, version: str) -> str:
+    """The task id this client hands out for a legacy task: it names the session holding the task.
+
+    A 2025-11-25 server may keep a task inside the session that created it (server-everything
+    does), so whoever polls it later, in another process, must use that session.
+    """
+    if session is None:
+        return task_id
+    packed = json.dumps({"s": session, "t": task_id, "v": version}, separators=(",", ":")).encode()
+    return HANDLE_PREFIX + base64.urlsafe_b64encode(packed).decode("ascii").rstrip("=")
+
+
+def unpack(value: str) -> tuple[str, str, str] | None:
+    """(session, server task id, protocol version) of a handle, or None for a plain task id."""
+    if not value.startswith(HANDLE_PREFIX):
+        return None
+    encoded = value[len(HANDLE_PREFIX) :]
+    try:
+        packed = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+    except (binascii.Error, ValueError):
+        return None
+    if not isinstance(packed, dict):
+        return None
+    session, task_id, version = packed.get("s"), packed.get("t"), packed.get("v")
+    if not (isinstance(session, str) and isinstance(task_id, str) and isinstance(version, str)):
+        return None
+    return session, task_id, version
+
+
+def created_task(result: JsonObject, task_handle: str | None = None) -> DetailedTask:
     """The task of a legacy CreateTaskResult (`{"task": {…}}`)."""
     task = require_object(result.get("task"), "tools/call result.task")
-    return translate(task)
+    return translate(task, task_handle=task_handle)
 
 
-def translate(task: JsonObject, *, result: Any = None, error: ProtocolError | None = None) -> DetailedTask:
+def translate(
+    task: JsonObject,
+    *,
+    result: Any = None,
+    error: ProtocolError | None = None,
+    task_handle: str | None = None,
+) -> DetailedTask:
     """One legacy Task (plus, when terminal, what tasks/result gave) as a modern DetailedTask."""
     status = task.get("status")
     modern: JsonObject = {
-        "taskId": task.get("taskId"),
+        "taskId": task_handle or task.get("taskId"),
         "status": status,
         "createdAt": task.get("createdAt"),
         "lastUpdatedAt": task.get("lastUpdatedAt") or task.get("createdAt"),

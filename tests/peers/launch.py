@@ -77,8 +77,8 @@ def start_peer(
     """
     port = port or free_port()
     command = argv if url_of else [*argv, "--host", "127.0.0.1", "--port", str(port)]
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    environment = {k: v.format(port=port) for k, v in environment.items()}
+    extra = {name: value.format(port=port) for name, value in (env or {}).items()}
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", **extra}
     process = subprocess.Popen(
         command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
