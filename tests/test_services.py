@@ -7,6 +7,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from tasksapp import crypto, events, services
+from tasksapp.demoserver.tools import TOOLS
 from tasksapp.mcpclient import CompletedTask, parse_detailed_task
 from tasksapp.models import InputRequest, McpServer, OperatorAction, RemoteTask, TaskEvent
 from tests.engine_helpers import run_worker_until
@@ -35,7 +36,7 @@ def test_server_create_discovers_then_saves_with_credentials_encrypted(
         name="demo", url=demo_server.url, headers={"Authorization": "Bearer s3cret-token-value"}, user=None
     )
     assert (server.era, server.tasks_supported) == ("modern", True)
-    assert len(server.tools) == 16
+    assert len(server.tools) == len(TOOLS)
     stored = McpServer.objects.values_list("headers_encrypted", flat=True).get()
     assert "s3cret" not in stored
     assert server.masked_headers == {"Authorization": "••••••••alue"}

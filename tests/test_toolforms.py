@@ -68,7 +68,8 @@ def test_optional_booleans_and_empty_optional_strings_are_left_out() -> None:
 
 
 def test_every_reference_server_tool_gets_fields() -> None:
-    for tool in TOOLS:
+    # json_schema_2020_12_tool's composition keywords are what the JSON editor is for.
+    for tool in (t for t in TOOLS if t.name != "json_schema_2020_12_tool"):
         form = tool_form(tool.definition()["inputSchema"])
 
         assert form.mode == "fields", tool.name

@@ -71,6 +71,7 @@ def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.F
         "statusMessage",
         "createdAt",
         "lastUpdatedAt",
+        "mirroredAt",
         "ttlMs",
         "pollIntervalMs",
         "result",

@@ -7,12 +7,12 @@ client at once, which a loaded 2-core machine cannot serve inside the suite's 30
 
 import pytest
 
-from tests.conformance.suite import client_scenarios, run_client, verdict
+from tests.conformance.suite import client_scenarios, params, run_client, verdict
 
 pytestmark = pytest.mark.conformance
 
 
-@pytest.mark.parametrize("scenario", client_scenarios())
+@pytest.mark.parametrize("scenario", params(client_scenarios(), "client"))
 def test_client_passes(scenario: str) -> None:
     problem = verdict(run_client(scenario), "client")
     assert problem is None, problem

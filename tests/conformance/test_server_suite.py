@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conformance.suite import Outcome, run_server_requirements, server_scenarios, verdict
+from tests.conformance.suite import Outcome, params, run_server_requirements, server_scenarios, verdict
 from tests.peers.launch import RunningPeer
 
 # One xdist worker runs them all, so the suite runs once.
@@ -20,7 +20,7 @@ def server_outcomes(reference_server: RunningPeer) -> Iterator[dict[str, Outcome
     yield run_server_requirements(reference_server.url)
 
 
-@pytest.mark.parametrize("scenario", server_scenarios())
+@pytest.mark.parametrize("scenario", params(server_scenarios(), "server"))
 def test_reference_server_passes(scenario: str, server_outcomes: dict[str, Outcome]) -> None:
     problem = verdict(server_outcomes[scenario], "server")
     assert problem is None, problem
