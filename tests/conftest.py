@@ -118,16 +118,3 @@ def _roles(request: pytest.FixtureRequest) -> None:
 
         ensure_roles()
 
-
-# Tests that share one machine-wide resource, or are timing-sensitive under load, stay on one
-# xdist worker each (`pytest -n 2 --dist loadgroup` in .ci/run): the browser tests, and the
-# scale-out tests (PostgreSQL, Redis, several worker processes).
-_GROUPS = (("browser", "browser"), ("postgres", "scaleout"), ("redis", "scaleout"))
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        for marker, group in _GROUPS:
-            if item.get_closest_marker(marker) and not item.get_closest_marker("xdist_group"):
-                item.add_marker(pytest.mark.xdist_group(group))
-                break

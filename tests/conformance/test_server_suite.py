@@ -11,8 +11,8 @@ import pytest
 from tests.conformance.suite import Outcome, params, run_server_requirements, server_scenarios, verdict
 from tests.peers.launch import RunningPeer
 
-# One xdist worker runs them all, so the suite runs once.
-pytestmark = [pytest.mark.conformance, pytest.mark.xdist_group("conformance-server")]
+# Under `pytest -n 2 --dist loadfile` one worker runs this whole file, so the suite runs once.
+pytestmark = pytest.mark.conformance
 
 
 @pytest.fixture(scope="session")
