@@ -36,7 +36,8 @@ def test_a_required_task_tool_runs_as_a_task_the_worker_follows(everything: dict
     assert shown["status"] == "completed", shown
     assert "Research Report: tides" in shown["result"]["content"][0]["text"]
     messages = [event["statusMessage"] for event in shown["events"]]
-    assert "Synthesizing findings..." in messages  # progress came through tasks/get polls
+    # Progress came through tasks/get polls (which stages a 1 s poll catches depends on timing).
+    assert messages[0] == "Gathering sources..." and len(set(messages)) >= 2
     assert shown["events"][-1]["status"] == "completed"
 
 
