@@ -21,11 +21,6 @@ def test_discovery_and_a_quick_call(ts2: dict) -> None:
     assert done["result"]["content"] == [{"type": "text", "text": "hello"}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a tools/call silent for 40 s needs the call timeout of issue 7 (branch issue-7): "
-    "today Timeouts.read (30 s between bytes) ends it; remove this mark once that lands",
-)
 def test_a_plain_tool_that_answers_after_40_seconds_succeeds(ts2: dict) -> None:
     done = manage("call", "ts2", "slow_answer", '{"seconds": 40}')
     assert done["outcome"] == "result", done
