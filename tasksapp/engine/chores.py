@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from tasksapp.connections import db_step
 from tasksapp.engine import store
 from tasksapp.engine.listener import ListenSupervisor
 from tasksapp.engine.tracking import ServerState, backoff_delay
@@ -31,9 +32,7 @@ def sync_servers(worker: "Worker", rows: dict[int, store.ServerRow]) -> None:
             current.listen_wanted = row.listen_wanted and worker.listen
             current.recorded_failing = row.failing
             continue
-        if current is not None:
-            _drop_server(worker, pk)
-        worker.servers[pk] = ServerState(
+        state = ServerState(
             server_id=pk,
             name=row.name,
             client=_client(worker, row),
@@ -41,15 +40,50 @@ def sync_servers(worker: "Worker", rows: dict[int, store.ServerRow]) -> None:
             listen_wanted=row.listen_wanted and worker.listen,
             recorded_failing=row.failing,
         )
+        if current is not None:
+            # An edit (URL, credentials, era, timeouts): the same tasks, asked through a new client
+            # at once. Dropping them instead left their leases held and unrenewed, so nobody polled
+            # them until the leases lapsed.
+            state.remote_to_pk = current.remote_to_pk
+            _retire(worker, pk)
+            for task in worker.tasks.values():
+                if task.server_id == pk and not task.in_flight:
+                    worker.schedule(task, 0.0)
+        worker.servers[pk] = state
 
 
 def _drop_server(worker: "Worker", pk: int) -> None:
+    """The server was disabled or deleted: stop watching its tasks and give their leases back, so
+    that they are claimed again at once if it is enabled again."""
+    _retire(worker, pk)
+    dropped = [t.pk for t in worker.tasks.values() if t.server_id == pk]
+    for task_pk in dropped:
+        worker.tasks.pop(task_pk)
+    if dropped:
+        worker.spawn(_release(worker, dropped))
+
+
+async def _release(worker: "Worker", ids: list[int]) -> None:
+    try:
+        await db_step(store.release)(worker.name, ids)
+    except Exception as exc:  # the leases lapse by themselves; nothing is lost by waiting for that
+        log.warning("worker %s: could not give back %d leases (%s)", worker.name, len(ids), exc)
+
+
+def _retire(worker: "Worker", pk: int) -> None:
+    """Close a server's listener and client; the client once the polls using it have ended."""
     state = worker.servers.pop(pk)
     if listener := worker.listeners.pop(pk, None):
         worker.spawn(listener.close())
-    worker.spawn(state.client.aclose())
-    for task_pk in [t.pk for t in worker.tasks.values() if t.server_id == pk]:
-        worker.tasks.pop(task_pk)
+    worker.spawn(_close_when_idle(state))
+
+
+async def _close_when_idle(state: ServerState) -> None:
+    try:
+        if state.polls_in_flight:
+            await state.idle.wait()
+    finally:
+        await state.client.aclose()
 
 
 def _client(worker: "Worker", row: store.ServerRow) -> McpClient:

@@ -1,5 +1,6 @@
 """In-memory state of what one worker watches: kept small, since a worker may hold 10,000 tasks."""
 
+import asyncio
 import random
 import time
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ class TrackedTask:
     errors: int = 0
     in_flight: bool = False
     pushed: bool = False  # covered by a healthy listen stream
+    nudged: bool = False  # asked to poll again while a poll was in flight: poll once more after it
 
 
 def poll_delay(interval_ms: int | None, *, covered: bool) -> float:
@@ -55,7 +57,18 @@ class ServerState:
     failures: int = 0
     backoff_until: float = 0.0  # monotonic
     last_success_recorded: float = 0.0
+    polls_in_flight: int = 0  # its client is closed only once they have ended
+    idle: asyncio.Event = field(default_factory=asyncio.Event)  # set whenever no poll is in flight
     remote_to_pk: dict[str, int] = field(default_factory=dict)
+
+    def poll_started(self) -> None:
+        self.polls_in_flight += 1
+        self.idle.clear()
+
+    def poll_ended(self) -> None:
+        self.polls_in_flight -= 1
+        if not self.polls_in_flight:
+            self.idle.set()
 
     def backing_off(self, now: float | None = None) -> bool:
         return self.backoff_until > (now if now is not None else time.monotonic())

@@ -144,6 +144,7 @@ class Worker:
                 self.schedule(task, until - now + random.uniform(0, 1))
                 continue
             task.in_flight = True
+            server.poll_started()
             poll = asyncio.create_task(self._poll(task, server, due))
             self._in_flight.add(poll)
             poll.add_done_callback(self._in_flight.discard)
@@ -298,6 +299,13 @@ class Worker:
             self.schedule(task, backoff_delay(task.errors))
         finally:
             task.in_flight = False
+            server.poll_ended()
+            if task.nudged:
+                # An answer or a cancel arrived while this poll was on the wire: its answer may
+                # predate them, so look again now rather than at the server's next interval.
+                task.nudged = False
+                if self.tasks.get(task.pk) is task:
+                    self.schedule(task, 0.0)
             if len(self._in_flight) >= self.max_in_flight:
                 self._wake.set()  # a slot frees up for polls that are already due
 
@@ -386,9 +394,11 @@ class Worker:
     def nudged(self, pk: int) -> None:
         """An operator answered or cancelled task `pk`: poll it now, or claim it if it is not ours yet."""
         task = self.tasks.get(pk)
-        if task is not None and not task.in_flight:
+        if task is not None and task.in_flight:
+            task.nudged = True
+        elif task is not None:
             self.schedule(task, 0.0)
-        elif task is None:
+        else:
             self._next_renew = 0.0
             self._wake.set()
 
