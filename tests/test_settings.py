@@ -4,6 +4,7 @@ import os
 import secrets
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.peers.launch import ROOT
 
@@ -49,7 +50,11 @@ def test_a_bad_setting_fails_at_start_naming_the_variable() -> None:
         assert "Traceback" not in run.stderr
 
 
-def test_an_input_key_starting_with_a_dash_is_a_value() -> None:
-    run = manage("tasks", "answer", "999999", "-key-from-fastmcp:00ff", '{"action": "decline"}', "--json")
-    assert run.returncode == 1
+def test_an_input_key_starting_with_a_dash_is_a_value(tmp_path: Path) -> None:
+    # A database of its own: the command must not depend on the developer's var/db.sqlite3.
+    database = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    assert manage("migrate", "--verbosity", "0", **database).returncode == 0
+    answer = ("tasks", "answer", "999999", "-key-from-fastmcp:00ff", '{"action": "decline"}', "--json")
+    run = manage(*answer, **database)
+    assert run.returncode == 1, run.stderr
     assert "no task #999999" in run.stderr
