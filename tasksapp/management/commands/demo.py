@@ -5,7 +5,11 @@ Twisted reactor runs on asyncio, so the worker is simply another task on that lo
 stops the worker (leases released), the reference server's streams, and Daphne, in that order.
 """
 
+import errno
+import os
 import secrets
+import socket
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -13,8 +17,11 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.env import private_dir
 from tasksapp import services
 from tasksapp.models import McpServer
+
+PASSWORD_FILE = "demo_password"  # noqa: S105 (a file name)
 
 
 class Command(BaseCommand):
@@ -27,7 +34,10 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000, help="the dashboard's port")
         parser.add_argument("--mcp-port", type=int, default=8765, help="the reference MCP server's port")
         parser.add_argument("--username", default="demo")
-        parser.add_argument("--password", help="default: a new random one, printed")
+        parser.add_argument(
+            "--password",
+            help="set the demo user's password (default: keep the one in var/demo_password, or make one up)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Imported here: daphne.server installs Twisted's asyncio reactor on import.
@@ -36,6 +46,8 @@ class Command(BaseCommand):
         from tasksapp.demoserver.server import run_in_thread
         from tasksapp.engine.worker import Worker
 
+        for flag, port in (("--port", options["port"]), ("--mcp-port", options["mcp_port"])):
+            _ensure_free(options["host"], port, flag)
         call_command("migrate", verbosity=0, interactive=False)
         try:
             mcp = run_in_thread(host=options["host"], port=options["mcp_port"], poll_interval_ms=500)
@@ -63,16 +75,35 @@ class Command(BaseCommand):
         )
         self._stop_before_reactor(worker, running, mcp)
         server.run()
+        if not server.listening_addresses:  # taken between the check above and now
+            raise CommandError(f"Could not listen on {url}: {_BUSY_HINT.format(flag='--port')}")
         self.stdout.write("stopped cleanly")
 
     def _demo_user(self, username: str, password: str | None) -> str:
-        password = password or secrets.token_urlsafe(9)
-        user, _ = User.objects.get_or_create(username=username, defaults={"is_staff": True})
-        user.is_staff = True
-        user.set_password(password)
+        """Keep the demo user's password across restarts (open browsers stay logged in).
+
+        --password sets it; otherwise the one kept in var/demo_password is reused, and a new one is
+        made up only for a new user. A password changed elsewhere (the admin site) is left alone.
+        Superuser: the README sends the demo user to the admin site to assign roles.
+        """
+        stored_at = Path(settings.VAR_DIR) / PASSWORD_FILE
+        user, created = User.objects.get_or_create(username=username)
+        user.is_staff = user.is_superuser = True
+        kept = stored_at.read_text().strip() if stored_at.exists() else ""
+        shown = password
+        if password is None and not created and user.has_usable_password():
+            if kept and user.check_password(kept):
+                shown = kept
+            else:
+                shown = f"(unchanged, not the one in {stored_at}: use --password to set one)"
+        elif password is None:
+            password = shown = secrets.token_urlsafe(9)
+        if password is not None:
+            user.set_password(password)
+            _write_private(stored_at, password)
         user.save()
         user.groups.add(Group.objects.get(name="admin"))
-        return password
+        return str(shown)
 
     def _register(self, url: str) -> None:
         server = McpServer.objects.filter(name="reference").first()
@@ -92,3 +123,29 @@ class Command(BaseCommand):
         reactor.addSystemEventTrigger(  # type: ignore[attr-defined]
             "before", "shutdown", lambda: defer.Deferred.fromFuture(running.get_loop().create_task(stop()))
         )
+
+
+_BUSY_HINT = (
+    "the port is in use (another `manage.py demo` still running?). Stop it, or choose a free port "
+    "with {flag}."
+)
+
+
+def _ensure_free(host: str, port: int, flag: str) -> None:
+    """Fail before anything starts (and before the password is printed) when a port is taken."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Twisted does
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise CommandError(f"Cannot listen on {host}:{port}: {exc.strerror}.") from None
+            raise CommandError(f"{host}:{port}: {_BUSY_HINT.format(flag=flag)}") from None
+
+
+def _write_private(path: Path, text: str) -> None:
+    private_dir(path.parent)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text + "\n")

@@ -1,0 +1,110 @@
+"""`manage.py demo` as a person starts it: twice in a row, with a port taken, then in the admin site."""
+
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.peers.launch import ROOT, free_port
+
+BANNER_END = "Ctrl-C stops everything."
+
+
+def demo_env(var: Path) -> dict[str, str]:
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{var}/demo.sqlite3", "DASHBOARD_VAR_DIR": str(var)}
+    for name in ("DJANGO_ALLOW_ASYNC_UNSAFE", "REDIS_URL", "DEBUG", "SECRET_KEY"):
+        env.pop(name, None)
+    return {**env, "PYTHONUNBUFFERED": "1"}
+
+
+def demo_command(port: int, *extra: str) -> list[str]:
+    return [sys.executable, "manage.py", "demo", "--port", str(port), "--mcp-port", str(free_port()), *extra]
+
+
+@contextmanager
+def running_demo(var: Path, *extra: str) -> Iterator[tuple[str, str]]:
+    """Start the demo, read its banner, yield (dashboard URL, password shown); Ctrl-C it after."""
+    port = free_port()
+    process = subprocess.Popen(
+        demo_command(port, *extra), cwd=ROOT, env=demo_env(var), stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    banner = []
+    try:
+        for line in process.stdout:  # blocks until the next line: no sleeping
+            banner.append(line)
+            if BANNER_END in line:
+                break
+        shown = re.search(r"log in as demo / (\S+)", "".join(banner))
+        assert shown, "".join(banner)
+        url = f"http://127.0.0.1:{port}"
+        wait_until_serving(url)  # Ctrl-C before Daphne runs is not what this test is about
+        yield url, shown.group(1)
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+        assert "stopped cleanly" in process.stdout.read()
+
+
+def wait_until_serving(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            httpx.get(f"{url}/login/", timeout=5)
+            return
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, f"{url} never answered"
+            time.sleep(0.05)
+
+
+def log_in(client: httpx.Client, password: str) -> httpx.Response:
+    form = client.get("/admin/login/?next=/admin/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert token, form.text[:2000]
+    data = {"csrfmiddlewaretoken": token.group(1), "username": "demo", "password": password}
+    return client.post("/admin/login/?next=/admin/", data=data, follow_redirects=True)
+
+
+def test_demo_keeps_the_password_and_its_user_can_assign_roles(tmp_path: Path) -> None:
+    with running_demo(tmp_path) as (_, first):
+        pass
+    kept = tmp_path / "demo_password"
+    assert kept.read_text().strip() == first
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    with running_demo(tmp_path) as (url, second):
+        assert second == first  # a restart logs nobody out
+        with httpx.Client(base_url=url, timeout=30) as admin:
+            assert "Site administration" in log_in(admin, second).text
+            users = admin.get("/admin/auth/user/")
+            assert users.status_code == 200 and ">demo<" in users.text
+            demo_id = re.search(r'href="/admin/auth/user/(\d+)/change/"', users.text)
+            assert demo_id
+            change = admin.get(f"/admin/auth/user/{demo_id.group(1)}/change/")
+            assert change.status_code == 200 and 'name="groups"' in change.text  # roles can be assigned
+            assert admin.get("/admin/auth/group/").status_code == 200
+    with running_demo(tmp_path, "--password", "a-new-one-for-tests") as (_, third):
+        assert third == "a-new-one-for-tests"
+    assert kept.read_text().strip() == "a-new-one-for-tests"
+
+
+def test_demo_on_a_busy_port_exits_non_zero_with_a_hint(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = subprocess.run(
+            demo_command(port), cwd=ROOT, env=demo_env(tmp_path), capture_output=True, text=True, timeout=60
+        )
+    assert run.returncode != 0, run.stdout
+    assert f"127.0.0.1:{port}" in run.stderr and "--port" in run.stderr, run.stderr
+    assert "log in as" not in run.stdout and "MCP Tasks Dashboard:" not in run.stdout
+    assert not (tmp_path / "demo_password").exists()  # nothing was set up for a demo that never ran
