@@ -48,6 +48,9 @@ class McpServer(models.Model):
     last_error = models.TextField(blank=True, default="")
     last_error_at = models.DateTimeField(null=True, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
+    failing_since = models.DateTimeField(
+        null=True, blank=True, help_text="when the current run of failures began (empty while healthy)"
+    )
     backoff_until = models.DateTimeField(null=True, blank=True)
 
     read_timeout_seconds = models.PositiveIntegerField(
@@ -185,7 +188,10 @@ class RemoteTask(models.Model):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     expired = models.BooleanField(default=False)
     expired_at = models.DateTimeField(null=True, blank=True)
-    last_seen_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True, help_text="last changed")
+    last_confirmed_at = models.DateTimeField(
+        null=True, blank=True, help_text="last successful poll or push, change or not (within seconds)"
+    )
     last_seen_via = models.CharField(max_length=10, blank=True, default="")
     next_poll_at = models.DateTimeField(null=True, blank=True)
     last_polled_at = models.DateTimeField(null=True, blank=True)
@@ -294,6 +300,7 @@ class TaskEvent(models.Model):
         PUSH = "push"
         OPERATOR = "operator"
         LOCAL = "local", "dashboard"
+        TRIMMED = "trimmed", "dashboard (older events removed)"
 
     task = models.ForeignKey(RemoteTask, on_delete=models.CASCADE, related_name="events")
     status = models.CharField(max_length=20)
@@ -301,6 +308,9 @@ class TaskEvent(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices)
     note = models.CharField(max_length=500, blank=True, default="")
     remote_updated_at = models.CharField(max_length=64, blank=True, default="")
+    merged = models.PositiveIntegerField(
+        default=0, help_text="status messages this row stands for besides its own (coalesced or removed)"
+    )
     observed_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
@@ -360,6 +370,7 @@ class OperatorAction(models.Model):
         START = "start", "started call"
         ANSWER = "answer", "answered"
         DECLINE = "decline", "declined"
+        ANSWER_CANCEL = "answer_cancel", "cancelled a question"
         CANCEL = "cancel", "cancelled"
 
     user = models.ForeignKey(

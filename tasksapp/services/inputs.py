@@ -12,6 +12,10 @@ from tasksapp.models import InputRequest, RemoteTask
 from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
 from tasksapp.services.tasks import task_note
 
+# The three elicitation actions stay apart: "cancel" (dismissed, no choice made) is not "decline".
+_AUDITED = {"decline": "decline", "cancel": "answer_cancel"}
+_VERBS = {"answer": "answered", "decline": "declined", "answer_cancel": "cancelled"}
+
 
 def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: Any) -> InputRequest:
     """Send one answer with tasks/update, exactly once however many people press the button.
@@ -27,7 +31,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
     )
     if not claimed:
         raise NotAllowed(_already(request))
-    action = "decline" if response.get("action") in ("decline", "cancel") else "answer"
+    action = _AUDITED.get(str(response.get("action")), "answer")
     try:
         _send_update(task, key, response)
     except McpError as exc:
@@ -39,7 +43,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
         raise RemoteFailed(f"The answer was not delivered: {describe(exc)}", cause=exc) from exc
     with transaction.atomic():
         InputRequest.objects.filter(pk=request.pk).update(state="answered", sent_at=timezone.now())
-        verb = "declined" if action == "decline" else "answered"
+        verb = _VERBS[action]
         task_note(task=task, source="operator", note=f"{user or 'the command line'} {verb} {request.method}")
         audit(user, action, task=task, detail={"method": request.method, "action": response.get("action")})
         events.publish_task_changed(task.pk, inbox=True)
