@@ -25,6 +25,8 @@ STATUS_FILTERS = [
     ("expired", "expired"),
 ]
 SORTS = {"created": "created_at", "status": "status", "tool": "tool_name", "server": "server__name"}
+# The pager's words: "older" and "newer" only when the list is sorted by age.
+PAGER_WORDS = {"-created": ("newer", "older"), "created": ("older", "newer")}
 
 
 @require(VIEW)
@@ -35,7 +37,9 @@ def task_list(request: HttpRequest) -> HttpResponse:
     ordered = tasks.order_by(f"-{field}" if sort.startswith("-") else field, "-id")
     current = Paginator(ordered, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
-    query.pop("page", None)
+    for key in ("page", "sort"):  # the links add their own: one of each, never piled up
+        query.pop(key, None)
+    earlier, later = PAGER_WORDS.get(sort, ("previous", "next"))
     context = {
         "page_obj": current,
         "filters": filters,
@@ -43,6 +47,8 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "sort": sort,
         "servers": McpServer.objects.order_by("name").only("id", "name"),
         "query": query.urlencode(),
+        "earlier": earlier,
+        "later": later,
     }
     fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
     live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}
