@@ -8,3 +8,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("tasksapp.urls")),
 ]
+
+handler403 = "tasksapp.views.common.permission_denied"

@@ -30,12 +30,37 @@ def require(permission: str) -> Callable[[Callable[..., HttpResponse]], Callable
         @wraps(view)
         def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not can(request.user, permission):
-                raise PermissionDenied(f"Your role does not allow this ({permission.split('.')[1]}).")
+                raise PermissionDenied(refusal(request.user, permission))
             return view(request, *args, **kwargs)
 
         return guarded
 
     return decorate
+
+
+ALLOWS = {
+    VIEW: "see tasks",
+    START: "start tool calls",
+    ANSWER: "answer input requests",
+    CANCEL: "cancel tasks",
+    MANAGE_SERVERS: "add or edit servers",
+}
+
+
+def role_name(user: Any) -> str:
+    if user.is_superuser:
+        return "superuser"
+    names = set(user.groups.values_list("name", flat=True))
+    return next((role for role in (ADMIN, OPERATOR, VIEWER) if role in names), "no role")
+
+
+def refusal(user: Any, permission: str) -> str:
+    """Why a logged-in user was refused, in words, and whom to ask."""
+    role = role_name(user)
+    if role == "no role":
+        return "Your role does not allow this: you have no role yet. Please ask an administrator for a role."
+    what = ALLOWS.get(permission, "do this")
+    return f"Your role does not allow this: a {role} may not {what}. Ask an administrator if you need to."
 
 
 def roles_of(user: Any) -> dict[str, bool]:

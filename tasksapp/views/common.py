@@ -6,14 +6,9 @@ from urllib.parse import urlencode
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from tasksapp.permissions import ADMIN, OPERATOR, VIEWER, roles_of
+from tasksapp.permissions import role_name, roles_of
 
-
-def role_name(user: Any) -> str:
-    if user.is_superuser:
-        return "superuser"
-    names = set(user.groups.values_list("name", flat=True))
-    return next((role for role in (ADMIN, OPERATOR, VIEWER) if role in names), "no role")
+__all__ = ["page", "permission_denied", "role_name", "safe_next"]
 
 
 def page(
@@ -43,3 +38,12 @@ def safe_next(request: HttpRequest, fallback: str) -> str:
     if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return target
     return fallback
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """The 403 page, with the header every page has (the user's role included)."""
+    context = {
+        "exception": exception,
+        "role_name": role_name(request.user) if request.user.is_authenticated else "",
+    }
+    return render(request, "403.html", context, status=403)
