@@ -11,7 +11,7 @@ from tasksapp import elicitation, services
 from tasksapp.models import InputRequest, PendingCall
 from tasksapp.permissions import ANSWER, START, VIEW, require
 from tasksapp.views.common import page, safe_next
-from tasksapp.views.present import InputView, input_view
+from tasksapp.views.present import InputView, content_blocks, input_view, pretty
 
 INBOX_LIMIT = 500
 
@@ -90,9 +90,12 @@ def pending_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pending = get_object_or_404(PendingCall.objects.select_related("server"), pk=pk)
     if pending.task_id:
         return redirect("tasks:detail", pk=pending.task_id)
-    return page(
-        request, "tasksapp/pending.html", {"pending": pending, "views": _pending_views(pending)}, nav="tasks"
-    )
+    context: dict[str, Any] = {"pending": pending, "views": _pending_views(pending)}
+    if pending.state == "done":  # answered with a result, not a task: show it as the Run page does
+        result = pending.result if isinstance(pending.result, dict) else {}
+        structured = pretty(result.get("structuredContent"))
+        context.update(result=result, blocks=content_blocks(result), structured=structured, views=[])
+    return page(request, "tasksapp/pending.html", context, nav="tasks")
 
 
 @require(START)
@@ -129,12 +132,7 @@ def pending_answer(request: HttpRequest, pk: int) -> HttpResponse:
     if started.pending is not None and started.pending.state == "open":
         messages.info(request, "The server needs more input before it can start.")
         return redirect("tasks:pending", pk=started.pending.pk)
-    return page(
-        request,
-        "tasksapp/pending.html",
-        {"pending": pending, "views": [], "result": started.result},
-        nav="tasks",
-    )
+    return redirect("tasks:pending", pk=pk)  # a result: shown there, and a reload sends nothing again
 
 
 def _pending_views(pending: PendingCall, data: Any = None) -> list[tuple[str, InputView]]:
