@@ -1,6 +1,8 @@
 """Pages and actions against a real database: login everywhere, roles enforced, CSRF on forms."""
 
 import contextlib
+import re
+from urllib.parse import parse_qs
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -12,6 +14,8 @@ from django.urls import reverse
 from tasksapp import services
 from tasksapp.consumers import LiveConsumer
 from tasksapp.models import InputRequest, McpServer, RemoteTask
+from tests.engine_helpers import run_worker_until
+from tests.peers.launch import RunningPeer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,12 +87,15 @@ def test_a_viewer_reads_everything_but_may_not_act(task: RemoteTask) -> None:
 
 
 def test_raw_json_hides_the_task_id_from_viewers(task: RemoteTask) -> None:
-    viewer = client_for("viewer").get(reverse("tasks:raw", args=[task.pk])).content.decode()
-    operator = client_for("operator").get(reverse("tasks:raw", args=[task.pk])).content.decode()
-    assert task.remote_id not in viewer and task.remote_id in operator
-    for role in ("viewer", "operator"):
-        assert task.remote_id not in Client().get(reverse("tasks:list")).content.decode()
-        del role
+    viewer, operator = client_for("viewer"), client_for("operator")
+    raw = reverse("tasks:raw", args=[task.pk])
+    assert task.remote_id not in viewer.get(raw).content.decode()
+    assert task.remote_id in operator.get(raw).content.decode()
+    for client in (viewer, operator):  # pages never show it, whoever looks
+        for url in (reverse("tasks:list"), reverse("tasks:detail", args=[task.pk])):
+            shown = client.get(url)
+            assert shown.status_code == 200 and f"#{task.pk}" in shown.content.decode(), url
+            assert task.remote_id not in shown.content.decode(), url
 
 
 def test_an_operator_cancels_with_confirmation(task: RemoteTask) -> None:
@@ -186,3 +193,80 @@ def test_odd_tool_names_from_a_server_still_get_working_run_links(demo_registere
     link = reverse("tasks:tool-run", args=[demo_registered.pk, "ns/tool?x#y"])
     assert link in page.content.decode().replace("&amp;", "&")
     assert operator.get(link).status_code == 200
+
+
+# --- small defects (issue 8 item 9) ---------------------------------------------------------------
+
+
+def test_an_elicitation_cancel_is_recorded_as_cancelled_not_declined(
+    demo_registered: McpServer, demo_server: RunningPeer
+) -> None:
+    started = services.call_start(server=demo_registered, tool="ask_form", arguments={"delay": 0}, user=None)
+    assert started.task is not None
+    run_worker_until(lambda: InputRequest.objects.filter(state="open").exists(), listen=False)
+    operator = client_for("operator")
+    request = InputRequest.objects.get()
+    operator.post(reverse("tasks:answer", args=[request.pk]), {"action": "cancel", "next": "/inbox/"})
+    sent = demo_server.last_request("tasks/update")["body"]["params"]["inputResponses"]
+    assert list(sent.values()) == [{"action": "cancel"}]
+    timeline = operator.get(reverse("tasks:detail", args=[started.task.pk])).content.decode()
+    assert "cancelled elicitation/create" in timeline and "declined" not in timeline
+    audit = operator.get(reverse("tasks:audit")).content.decode()
+    row = audit[audit.index("<tbody") :]
+    assert "cancelled a question" in row and "declined" not in row
+
+
+def started_tasks(server: McpServer, count: int) -> None:
+    for _ in range(count):
+        services.call_start(server=server, tool="slow_count", arguments={"n": 1, "delay": 0}, user=None)
+
+
+def test_sort_links_replace_the_sort_and_the_pager_names_the_order(demo_registered: McpServer) -> None:
+    started_tasks(demo_registered, 51)  # a second page
+    viewer = client_for("viewer")
+    by_tool = viewer.get(reverse("tasks:list"), {"sort": "tool", "status": "active"}).content.decode()
+    links = re.findall(r'href="\?([^"]*)"', by_tool.replace("&amp;", "&"))
+    assert links and all(parse_qs(link).get("sort", [""]).__len__() == 1 for link in links), links
+    headers = {parse_qs(link)["sort"][0] for link in links if "page" not in parse_qs(link)}
+    assert headers == {"-created", "-tool", "server", "status"}, links
+    assert all(parse_qs(link)["status"] == ["active"] for link in links), links
+    assert "older" not in by_tool and "next →" in by_tool  # not sorted by age: no "older"
+    newest_first = viewer.get(reverse("tasks:list")).content.decode()
+    assert "older →" in newest_first
+    oldest_first = viewer.get(reverse("tasks:list"), {"sort": "created"}).content.decode()
+    assert "newer →" in oldest_first and "older →" not in oldest_first
+
+
+def test_a_user_without_a_role_is_told_to_ask_for_one() -> None:
+    nobody = Client()
+    nobody.force_login(User.objects.create_user("nora", password="pw-for-tests-only"))
+    for url in (reverse("tasks:overview"), reverse("tasks:list")):
+        shown = nobody.get(url)
+        html = shown.content.decode()
+        assert shown.status_code == 403
+        assert "ask an administrator for a role" in html and "nora <small>(no role)</small>" in html, html
+        assert "()" not in html and "remotetask" not in html
+
+
+def test_a_role_that_may_not_act_is_told_what_it_lacks(task: RemoteTask) -> None:
+    refused = client_for("viewer").post(reverse("tasks:cancel", args=[task.pk])).content.decode()
+    assert "viewer" in refused and "cancel tasks" in refused and "cancel_remotetask" not in refused
+
+
+def test_the_pending_page_after_an_mrtr_answer_shows_the_result_as_content(
+    demo_registered: McpServer,
+) -> None:
+    operator = client_for("operator")
+    pending = operator.post(reverse("tasks:tool-run", args=[demo_registered.pk, "mrtr_then_task"]), {})
+    assert pending.status_code == 302 and "/calls/" in pending["Location"], pending.content.decode()[-2000:]
+    form = operator.get(pending["Location"]).content.decode()
+    action = re.search(r'name="([^"]+-action)" value="decline"', form)
+    assert action, form
+    # Declined, the tool finishes without a task: its result is what the page must show.
+    answered = operator.post(pending["Location"] + "answer/", {action.group(1): "decline"}, follow=True)
+    html = answered.content.decode()
+    assert answered.status_code == 200
+    assert "No name was given, so there is nobody to greet." in html
+    assert "input needed before it can start" not in html, html
+    assert "&#x27;type&#x27;" not in html and "'type'" not in html  # no Python dict
+    assert '<pre class="text-block">No name was given' in html

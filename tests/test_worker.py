@@ -179,8 +179,8 @@ def test_a_server_outage_backs_off_is_recorded_and_recovers(
         async def scenario() -> Worker:
             worker = Worker(refresh_seconds=0.2, listen=False)
             runner = asyncio.create_task(worker.run())
-            await asyncio.sleep(0.5)
-            proxy.down()
+            await wait_for(lambda: task.events.filter(source="poll").exists(), 15)
+            proxy.down()  # after the worker has polled through the proxy at least once
             await wait_for(lambda: McpServer.objects.get(pk=server.pk).consecutive_failures >= 2, 15)
             outage = await sync_to_async(McpServer.objects.get)(pk=server.pk)
             assert outage.health == "backing off" and "cannot reach" in outage.last_error
