@@ -294,7 +294,7 @@ def test_a_killed_workers_tasks_move_to_the_survivor(database: str, demo: Runnin
         explain(database, fleet),
     )
     demo.clear()
-    time.sleep(3)
+    wait_until(lambda: set(pollers(demo)) == set(started.values()), 15, explain(database, fleet))
     polled = pollers(demo)
 
     assert set(polled) == set(started.values()), f"{len(polled)} tasks polled{fleet.output()}"
@@ -320,7 +320,7 @@ def test_a_worker_started_later_takes_a_share_of_the_running_tasks(
         explain(database, fleet),
     )
     demo.clear()
-    time.sleep(2)
+    wait_until(lambda: set(pollers(demo)) == set(started.values()), 15, explain(database, fleet))
     polled = pollers(demo)
 
     assert set(polled) == set(started.values()), f"{len(polled)} tasks polled{fleet.output()}"
