@@ -113,11 +113,12 @@ async def _make_client(case: str, url: str) -> tuple[Request, Callable[[], Await
         return aiohttp_request, session.close
 
     if case in ("httpx", "httpx+aiohttp", "httpx2"):
+        httpx_mod: Any
         if case == "httpx2":
             import httpx2 as httpx_mod
         else:
             import httpx as httpx_mod
-        transport = None
+        transport: Any = None
         if case == "httpx+aiohttp":
             from httpx_aiohttp import AiohttpTransport
 
@@ -307,7 +308,8 @@ def run_child(
     if done.returncode != 0 or not lines:
         tail = (done.stderr or "").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
         return {"error": tail[0]}
-    return json.loads(lines[-1])
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
 
 
 def fmt_ms(value: float | None) -> str:
@@ -432,7 +434,8 @@ def print_report(
                 notes.append(f"{case}: {error}")
             cpus.append(fmt_ms(cpu))
             rates.append("n/a" if rate is None else f"{rate:,.0f}")
-            ratios.append("n/a" if cpu is None or not base[conc] else f"{cpu / base[conc]:.2f}")
+            base_cpu = base[conc]
+            ratios.append("n/a" if cpu is None or not base_cpu else f"{cpu / base_cpu:.2f}")
         rows.append(row + cpus + rates + ratios)
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=True)]
     print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
@@ -451,10 +454,12 @@ def print_report(
         print(f"\nn/a {note}")
 
     # The worker polls with many tasks in flight, so the busiest level decides; the lightest breaks ties.
-    candidates = []
+    candidates: list[tuple[float, float, str]] = []
     for case in DEFAULT_CANDIDATES:
         if case in cases and all(table[(case, conc)][0] is not None for conc in levels):
-            candidates.append((table[(case, levels[-1])][0], table[(case, levels[0])][0], case))
+            hi, lo = table[(case, levels[-1])][0], table[(case, levels[0])][0]
+            assert hi is not None and lo is not None
+            candidates.append((hi, lo, case))
     print()
     if not candidates:
         print("Recommendation: none (no McpClient transport option was measured).")

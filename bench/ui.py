@@ -194,7 +194,7 @@ def _pg(admin_url: str, *statements: str) -> None:
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         for statement in statements:
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
 
 
 def grow(
@@ -496,7 +496,8 @@ OBSERVER_JS = """
 def live_main(args: argparse.Namespace) -> None:
     import html
 
-    from screenshots import Demo, browser, login, run_from_form, wait_live
+    # The sibling script, through the sys.path set above; mypy checks it as bench.screenshots.
+    from screenshots import Demo, browser, login, run_from_form, wait_live  # type: ignore[import-not-found]
 
     demo = Demo()
     print(f"demo: {demo.url} (MCP :{demo.mcp_port}), database in {demo.var_dir}")
@@ -549,8 +550,8 @@ def live_main(args: argparse.Namespace) -> None:
                 close_old_connections()
                 events = list(TaskEvent.objects.filter(task_id=pk).order_by("observed_at", "id"))
                 by_message: dict[str, Any] = {}
-                for event in events:
-                    by_message.setdefault(event.status_message, event)
+                for stored in events:
+                    by_message.setdefault(stored.status_message, stored)
                 ws_first: dict[str, float] = {}
                 for message in data["ws"]:
                     head = message["head"]

@@ -22,7 +22,7 @@ from tasksapp.models import (
 )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic only in django-stubs
     """Rows the servers or the services own: viewable, never edited by hand."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -60,7 +60,7 @@ class McpServerForm(forms.ModelForm):  # type: ignore[type-arg]
 
 
 @admin.register(McpServer)
-class McpServerAdmin(admin.ModelAdmin):
+class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic only in django-stubs
     form = McpServerForm
     list_display = [
         "name",
@@ -145,7 +145,7 @@ class _NotSaved(Exception):
 
 class InputRequestInline(admin.TabularInline):  # type: ignore[type-arg]
     model = InputRequest
-    fields = ["method", "state", "answered_by", "answered_at", "sent_at", "last_error"]
+    fields = ("method", "state", "answered_by", "answered_at", "sent_at", "last_error")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -156,7 +156,7 @@ class InputRequestInline(admin.TabularInline):  # type: ignore[type-arg]
 
 class TaskEventInline(admin.TabularInline):  # type: ignore[type-arg]
     model = TaskEvent
-    fields = ["observed_at", "status", "status_message", "source", "note"]
+    fields = ("observed_at", "status", "status_message", "source", "note")
     readonly_fields = fields
     extra = 0
     can_delete = False

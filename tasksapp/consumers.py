@@ -18,8 +18,9 @@ PAGES = {"overview", "tasks", "task", "inbox", "servers"}
 OVERVIEW_COALESCE_SECONDS = 1.0
 
 
-class LiveConsumer(AsyncWebsocketConsumer):
+class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     groups: list[str]
+    _overview_due: asyncio.Task[None] | None
 
     async def connect(self) -> None:
         user = self.scope.get("user")

@@ -15,7 +15,7 @@ def client_address(request: HttpRequest) -> str | None:
     """The client's address: the socket peer, or behind a trusted proxy (BEHIND_PROXY) the address
     that proxy appended to X-Forwarded-For. Never an address the client could choose itself."""
     if settings.BEHIND_PROXY:
-        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+        forwarded: str = request.META.get("HTTP_X_FORWARDED_FOR", "")
         hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
         if hops:
             return hops[-1]

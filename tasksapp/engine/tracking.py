@@ -41,7 +41,7 @@ def poll_delay(interval_ms: int | None, *, covered: bool) -> float:
 def backoff_delay(failures: int, retry_after: float | None = None) -> float:
     """Exponential back-off with jitter, never shorter than the server's Retry-After."""
     base = settings.MCP_BACKOFF_BASE_MS * 2 ** min(failures - 1, 20)
-    delay = min(base, settings.MCP_BACKOFF_MAX_MS) * random.uniform(0.8, 1.2) / 1000
+    delay: float = min(base, settings.MCP_BACKOFF_MAX_MS) * random.uniform(0.8, 1.2) / 1000
     return max(delay, retry_after or 0.0)
 
 

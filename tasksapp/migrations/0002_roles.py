@@ -1,7 +1,7 @@
 from django.db import migrations
 
 
-def create_roles(apps, schema_editor):  # type: ignore[no-untyped-def]
+def create_roles(apps, schema_editor):
     from django.contrib.auth.management import create_permissions
 
     from tasksapp.permissions import ensure_roles

@@ -71,7 +71,8 @@ def _block(block: dict[str, Any]) -> dict[str, Any]:
             "mime": str(block.get("mimeType", "")),
         }
     if kind == "resource":
-        resource = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        raw = block.get("resource")
+        resource: dict[str, Any] = raw if isinstance(raw, dict) else {}
         text = resource.get("text")
         return {
             "kind": "resource",

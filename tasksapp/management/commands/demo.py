@@ -120,8 +120,12 @@ class Command(BaseCommand):
             await running
             mcp.stop()
 
-        reactor.addSystemEventTrigger(  # type: ignore[attr-defined]
-            "before", "shutdown", lambda: defer.Deferred.fromFuture(running.get_loop().create_task(stop()))
+        # Twisted types the reactor by its zope Interface, whose methods have no `self`: without the
+        # mypy-zope plugin mypy shifts every argument by one. The call itself is right.
+        reactor.addSystemEventTrigger(
+            "before",
+            "shutdown",  # type: ignore[arg-type]
+            lambda: defer.Deferred.fromFuture(running.get_loop().create_task(stop())),
         )
 
 

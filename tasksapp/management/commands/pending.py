@@ -34,6 +34,7 @@ class Command(JsonCommand):
             started = services.pending_call_answer(pending=pending, responses=responses, user=None)
         except services.ServiceError as exc:
             raise CommandError(str(exc)) from None
+        data: dict[str, Any]
         if started.task is not None:
             data = {"outcome": "task", "task": task_json(started.task)}
             text = f"task #{started.task.pk} {started.task.status}"
