@@ -73,7 +73,8 @@ def updates_per_key(peer: RunningPeer) -> Counter[str]:
 
 
 def polled(database: str) -> bool:
-    return sql(database, "SELECT last_seen_via FROM tasksapp_remotetask")[0][0] == "poll"
+    via: str = sql(database, "SELECT last_seen_via FROM tasksapp_remotetask")[0][0]
+    return via == "poll"
 
 
 def message_of(database: str) -> str:

@@ -60,7 +60,7 @@ def postgres_database(prefix: str) -> Iterator[str]:
 
 def sql(database_url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
     with psycopg.connect(database_url, autocommit=True) as connection:
-        cursor = connection.execute(query, params)  # type: ignore[arg-type]
+        cursor = connection.execute(query, params)
         return cursor.fetchall() if cursor.description else []
 
 
@@ -119,7 +119,7 @@ class PrivateRedis:
 
         client = redis.Redis(port=self.port, socket_timeout=5, decode_responses=True)
         try:
-            return client.execute_command(*command)
+            return client.execute_command(*command)  # type: ignore[no-untyped-call]  # unannotated in redis-py
         finally:
             client.close()
 

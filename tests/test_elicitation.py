@@ -215,7 +215,10 @@ def test_formats_clean_to_their_wire_strings() -> None:
 
 
 def test_date_time_keeps_an_explicit_offset_and_shows_defaults_in_utc() -> None:
-    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"at": {"type": "string", "format": "date-time"}},
+    }
     form = elicitation_form(schema, data={"at": "2026-05-01T14:30:00+02:00"})
     defaulted = {"properties": {"at": schema["properties"]["at"] | {"default": "2026-05-01T14:30:00+02:00"}}}
 
@@ -645,4 +648,4 @@ def test_roots_keep_only_valid_file_uris() -> None:
             {"uri": "file://server/share/docs"},
         ]
     }
-    assert roots_result("garbage") == {"roots": []}  # type: ignore[arg-type]
+    assert roots_result("garbage") == {"roots": []}

@@ -5,6 +5,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -21,7 +22,7 @@ from tests.peers.launch import RunningPeer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def until(condition: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
+async def until(condition: Callable[[], Awaitable[object]], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not await condition():
         assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
@@ -95,7 +96,7 @@ def test_a_nudge_while_the_task_is_being_polled_polls_it_again_at_once() -> None
     gets: list[str] = []
     hold = threading.Event()
 
-    async def script(request: web.Request, message: dict) -> web.StreamResponse:
+    async def script(request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
         method = message.get("method", "")
         if method == "tools/list":
             tool = {"name": "job", "inputSchema": {"type": "object", "properties": {}}}

@@ -258,6 +258,7 @@ def test_new_tasks_are_polled_at_once_whatever_their_interval(
                         ).task
                     )
                 )
+                assert created is not None
                 remote = created.remote_id
 
                 def polled(remote: str = remote) -> bool:
@@ -282,12 +283,12 @@ def test_a_frozen_worker_does_not_hold_back_tasks_nobody_polls(
 
     from django.utils import timezone
 
-    tasks = [
-        services.call_start(
-            server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None
-        ).task
+    started = [
+        services.call_start(server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None)
         for _ in range(8)
     ]
+    tasks = [s.task for s in started if s.task is not None]
+    assert len(tasks) == 8
     # A worker that froze 20 s ago (within its 30 s lease, so it still looks alive) holding two.
     now = timezone.now()
     WorkerHeartbeat.objects.create(
@@ -321,7 +322,7 @@ def demo_server_pollers(peer: RunningPeer) -> dict[str, Any]:
 def test_get_with_options_ended_by_hand_and_tasks_show_in_text(demo_registered: McpServer) -> None:
     started = services.call_start(server=demo_registered, tool="ask_form", arguments={"delay": 0}, user=None)
     assert started.task is not None
-    remote = started.task.remote_id
+    remote, pk = started.task.remote_id, started.task.pk
     done = subprocess.run(
         [sys.executable, "-m", "tasksapp.mcpclient", demo_registered.url, "get", "--", remote],
         cwd=ROOT,
@@ -336,9 +337,9 @@ def test_get_with_options_ended_by_hand_and_tasks_show_in_text(demo_registered: 
 
     from tests.engine_helpers import run_worker_until
 
-    run_worker_until(lambda: row(started.task.pk).status == "input_required", listen=False)
+    run_worker_until(lambda: row(pk).status == "input_required", listen=False)
     out = StringIO()
-    call_command("tasks", "show", str(started.task.pk), stdout=out)
+    call_command("tasks", "show", str(pk), stdout=out)
     text = out.getvalue()
     assert "open input requests: 1" in text and "elicitation/create" in text, text
     assert "history:" in text and "create" in text and "input_required" in text, text
@@ -380,7 +381,8 @@ def test_a_tool_call_may_stay_silent_longer_than_the_read_timeout() -> None:
             name="silent", url=silent.url, headers={}, user=None, timeouts=(1, 10)
         )
         started = services.call_start(server=server, tool="slow", arguments={}, user=None)
-    assert started.outcome == "result" and started.result["content"][0]["text"] == "done at last"
+    assert started.outcome == "result" and started.result is not None
+    assert started.result["content"][0]["text"] == "done at last"
 
 
 def test_a_tool_call_past_the_call_timeout_says_so() -> None:

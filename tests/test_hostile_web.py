@@ -13,7 +13,7 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -57,7 +57,9 @@ def answered_meanwhile(dashboard: Dashboard) -> None:
         bystander.close()
 
 
-def tools_script(tools: list[dict[str, Any]], on_call: Callable[..., Any] | None = None) -> Any:
+def tools_script(
+    tools: list[dict[str, Any]], on_call: Callable[..., Awaitable[web.StreamResponse]] | None = None
+) -> Any:
     async def script(request: web.Request, message: Message) -> web.StreamResponse:
         if message.get("method") == "tools/call" and on_call is not None:
             return await on_call(request, message)

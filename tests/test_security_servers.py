@@ -185,4 +185,6 @@ def test_private_addresses_can_be_refused(settings: SettingsWrapper) -> None:
     with serving(tools_script) as remote:
         assert services.server_create(name="local", url=remote.url, headers={}, user=None).pk
     refused = OperatorAction.objects.filter(action="server_add", ok=False)
-    assert refused.count() == 2 and "loopback, private or link-local" in refused.first().detail["error"]
+    first = refused.first()
+    assert refused.count() == 2 and first is not None
+    assert "loopback, private or link-local" in first.detail["error"]

@@ -8,7 +8,7 @@ from channels.layers import get_channel_layer
 
 from tasksapp import crypto, events, services
 from tasksapp.demoserver.tools import TOOLS
-from tasksapp.mcpclient import CompletedTask, parse_detailed_task
+from tasksapp.mcpclient import CompletedTask, DetailedTask, parse_detailed_task
 from tasksapp.models import InputRequest, McpServer, OperatorAction, RemoteTask, TaskEvent
 from tests.engine_helpers import run_worker_until
 from tests.peers.launch import RunningPeer
@@ -16,7 +16,7 @@ from tests.peers.launch import RunningPeer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def snapshot(task: RemoteTask, **fields: object) -> object:
+def snapshot(task: RemoteTask, **fields: object) -> DetailedTask:
     raw = {
         "taskId": task.remote_id,
         "status": "working",
@@ -62,7 +62,8 @@ def test_call_start_persists_a_task_with_its_id_encrypted(demo_registered: McpSe
 
 def test_call_start_returns_an_immediate_result(demo_registered: McpServer) -> None:
     started = services.call_start(server=demo_registered, tool="echo", arguments={"text": "hi"}, user=None)
-    assert started.outcome == "result" and started.result["content"][0]["text"] == "hi"
+    assert started.outcome == "result" and started.result is not None
+    assert started.result["content"][0]["text"] == "hi"
     assert not RemoteTask.objects.exists()
 
 

@@ -2,6 +2,7 @@
 
 import json
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -12,7 +13,7 @@ from tasksapp.models import McpServer, RemoteTask
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def command(*args: str) -> object:
+def command(*args: str) -> Any:
     out = StringIO()
     call_command(*args, "--json", stdout=out)
     return json.loads(out.getvalue())

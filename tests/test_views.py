@@ -2,6 +2,7 @@
 
 import contextlib
 import re
+from collections.abc import Iterator
 from urllib.parse import parse_qs
 
 import pytest
@@ -33,7 +34,7 @@ def client_for(role: str, *, csrf: bool = False) -> Client:
 
 
 @pytest.fixture
-def task(demo_registered: McpServer) -> RemoteTask:
+def task(demo_registered: McpServer) -> Iterator[RemoteTask]:
     started = services.call_start(
         server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None
     )

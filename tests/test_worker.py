@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -27,7 +28,7 @@ from tests.peers.launch import ROOT, RunningPeer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def cli(*args: str) -> dict:
+def cli(*args: str) -> Any:
     from io import StringIO
 
     out = StringIO()
@@ -307,13 +308,13 @@ QUESTION = {
 
 
 def scripted(
-    answers: dict[str, Callable[[dict], web.StreamResponse]], **task_fields: object
+    answers: dict[str, Callable[[dict[str, Any]], web.StreamResponse]], **task_fields: object
 ) -> ScriptedServer:
     """A server at the network edge: tools/list and tools/call as usual, other methods as told."""
     now = timezone.now().isoformat()
     created = hostile.task(**{"createdAt": now, "lastUpdatedAt": now, **task_fields})
 
-    async def script(request: web.Request, message: dict) -> web.StreamResponse:
+    async def script(request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
         method = message.get("method", "")
         if method in answers:
             return answers[method](message)
@@ -326,7 +327,7 @@ def scripted(
     return ScriptedServer(script)
 
 
-def failing(code: int = -32603) -> Callable[[dict], web.StreamResponse]:
+def failing(code: int = -32603) -> Callable[[dict[str, Any]], web.StreamResponse]:
     return lambda message: hostile.json_reply(hostile.rpc_error(message, code, "it broke"))
 
 
@@ -340,7 +341,7 @@ def started_on(server: ScriptedServer) -> RemoteTask:
 def test_the_worker_waits_as_long_as_retry_after_asks(transactional_db: None) -> None:
     polls: list[tuple[float, int]] = []
 
-    def busy_once(message: dict) -> web.StreamResponse:
+    def busy_once(message: dict[str, Any]) -> web.StreamResponse:
         status = 503 if not polls else 200
         polls.append((time.monotonic(), status))
         if status == 503:

@@ -9,7 +9,7 @@ import itertools
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -333,7 +333,7 @@ class McpClient:
 
     async def listen(
         self, task_ids: Iterable[str], *, subscription_id: str | None = None
-    ) -> AsyncIterator[ListenEvent]:
+    ) -> AsyncGenerator[ListenEvent]:
         """subscriptions/listen for task pushes.
 
         Yields a ListenAck, then a DetailedTask per notifications/tasks frame, then ListenEnded if

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tasksapp.demoserver.tools import FIXTURE_TOOLS
 
 from . import schemas
@@ -27,9 +29,9 @@ SCENARIO_TOOLS = [
 ]
 
 
-def all_tools(wire: Wire) -> list[dict]:
-    tools: list[dict] = []
-    params: dict = {}
+def all_tools(wire: Wire) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
     while True:
         page = wire.result("tools/list", params)
         schemas.core("ListToolsResult", page)

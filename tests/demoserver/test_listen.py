@@ -76,7 +76,7 @@ def test_every_change_is_pushed_as_a_detailed_task(wire: Wire) -> None:
     task_id = wire.start("slow_count", {"n": 3, "delay": 0.2})["taskId"]
     with listening(wire, {"taskIds": [task_id]}) as events:
         next_message(events)
-        pushed = []
+        pushed: list[dict[str, Any]] = []
         while not pushed or pushed[-1]["status"] != "completed":
             frame = next_message(events)
             schemas.tasks("TaskStatusNotification", frame)

@@ -172,6 +172,7 @@ def test_unknown_paths_are_404(wire: Wire) -> None:
 
 
 def test_every_result_carries_result_type_and_server_info(wire: Wire) -> None:
+    params: dict[str, Any]
     for method, params in [("server/discover", {}), ("tools/list", {})]:
         result = wire.result(method, params)
         assert result["resultType"] == "complete"

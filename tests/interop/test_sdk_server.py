@@ -3,6 +3,7 @@ for before a call starts (MRTR, §4), one question and two at once, accepted and
 manage.py (`call`, then `pending show` and `pending answer`) and the client."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -14,11 +15,11 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture
-def sdk(transactional_db: None, sdk_server: RunningPeer) -> dict:
+def sdk(transactional_db: None, sdk_server: RunningPeer) -> Any:
     return manage("servers", "add", "sdk", sdk_server.url)
 
 
-def ask(tool: str, arguments: str = "{}") -> tuple[int, dict]:
+def ask(tool: str, arguments: str = "{}") -> tuple[int, dict[str, Any]]:
     started = manage("call", "sdk", tool, arguments)
     assert started["outcome"] == "input_required", started
     pending = started["pendingCall"]
@@ -26,31 +27,31 @@ def ask(tool: str, arguments: str = "{}") -> tuple[int, dict]:
     return pending["id"], pending["inputRequests"]
 
 
-def answer(pending_id: int, responses: dict) -> str:
+def answer(pending_id: int, responses: dict[str, Any]) -> str:
     done = manage("pending", "answer", str(pending_id), json.dumps(responses))
     assert done["outcome"] == "result", done
     text: str = done["result"]["content"][0]["text"]
     return text
 
 
-def test_discovery_sees_a_modern_server_without_tasks(sdk: dict) -> None:
+def test_discovery_sees_a_modern_server_without_tasks(sdk: dict[str, Any]) -> None:
     assert (sdk["era"], sdk["tasksSupported"]) == ("modern", False)
     assert {"book_table", "plan_trip"} <= set(sdk["tools"])
 
 
-def test_one_question_accepted(sdk: dict) -> None:
+def test_one_question_accepted(sdk: dict[str, Any]) -> None:
     pending_id, requests = ask("book_table", '{"party": 4}')
     assert list(requests) == ["day"] and requests["day"]["method"] == "elicitation/create"
     reply = {"day": {"action": "accept", "content": {"day": "Friday"}}}
     assert answer(pending_id, reply) == "Booked a table for 4 on Friday."
 
 
-def test_one_question_declined(sdk: dict) -> None:
+def test_one_question_declined(sdk: dict[str, Any]) -> None:
     pending_id, _ = ask("book_table")
     assert answer(pending_id, {"day": {"action": "decline"}}) == "Nothing booked: you chose decline."
 
 
-def test_two_questions_accepted(sdk: dict) -> None:
+def test_two_questions_accepted(sdk: dict[str, Any]) -> None:
     pending_id, requests = ask("plan_trip")
     assert set(requests) == {"where", "nights"}
     reply = {
@@ -60,7 +61,7 @@ def test_two_questions_accepted(sdk: dict) -> None:
     assert answer(pending_id, reply) == "Planned 3 nights in Lisbon (state trip-v1)."  # requestState echoed
 
 
-def test_two_questions_one_declined(sdk: dict) -> None:
+def test_two_questions_one_declined(sdk: dict[str, Any]) -> None:
     pending_id, _ = ask("plan_trip")
     reply = {"where": {"action": "accept", "content": {"city": "Oslo"}}, "nights": {"action": "decline"}}
     assert answer(pending_id, reply) == "No trip planned: you declined nights."

@@ -2,6 +2,8 @@
 with its experimental tasks): its task tools run as tasks through the legacy task methods, and are
 mirrored, polled, cancelled and shown like any other task."""
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -16,17 +18,17 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture
-def everything(transactional_db: None, everything_server: RunningPeer) -> dict:
+def everything(transactional_db: None, everything_server: RunningPeer) -> Any:
     return manage("servers", "add", "everything", everything_server.url)
 
 
-def test_discovery_sees_a_legacy_server_with_tasks(everything: dict) -> None:
+def test_discovery_sees_a_legacy_server_with_tasks(everything: dict[str, Any]) -> None:
     assert (everything["era"], everything["tasksSupported"]) == ("legacy", True)
     assert "simulate-research-query" in everything["tools"]
     assert everything["listenSupported"] is False
 
 
-def test_a_required_task_tool_runs_as_a_task_the_worker_follows(everything: dict) -> None:
+def test_a_required_task_tool_runs_as_a_task_the_worker_follows(everything: dict[str, Any]) -> None:
     started = manage("call", "everything", "simulate-research-query", '{"topic": "tides"}')
     assert started["outcome"] == "task", started
     task_id = started["task"]["id"]
@@ -41,7 +43,7 @@ def test_a_required_task_tool_runs_as_a_task_the_worker_follows(everything: dict
     assert shown["events"][-1]["status"] == "completed"
 
 
-def test_a_legacy_task_is_cancelled_like_any_other(everything: dict) -> None:
+def test_a_legacy_task_is_cancelled_like_any_other(everything: dict[str, Any]) -> None:
     started = manage("call", "everything", "simulate-research-query", '{"topic": "reefs"}')
     task_id = started["task"]["id"]
     cancelled = manage("tasks", "cancel", str(task_id))

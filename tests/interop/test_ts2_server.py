@@ -1,6 +1,8 @@
 """The official TypeScript SDK v2 server (@modelcontextprotocol/server 2.4.0, revision 2026-07-28, no
 tasks) in its default response mode: a slow plain tool stays silent, then answers in plain JSON."""
 
+from typing import Any
+
 import pytest
 
 from tests.interop.helpers import manage
@@ -10,18 +12,18 @@ pytestmark = pytest.mark.interop
 
 
 @pytest.fixture
-def ts2(transactional_db: None, ts2_server: RunningPeer) -> dict:
+def ts2(transactional_db: None, ts2_server: RunningPeer) -> Any:
     return manage("servers", "add", "ts2", ts2_server.url)
 
 
-def test_discovery_and_a_quick_call(ts2: dict) -> None:
+def test_discovery_and_a_quick_call(ts2: dict[str, Any]) -> None:
     assert (ts2["era"], ts2["tasksSupported"]) == ("modern", False)
     done = manage("call", "ts2", "echo", '{"text": "hello"}')
     assert done == {"outcome": "result", "result": done["result"]}
     assert done["result"]["content"] == [{"type": "text", "text": "hello"}]
 
 
-def test_a_plain_tool_that_answers_after_40_seconds_succeeds(ts2: dict) -> None:
+def test_a_plain_tool_that_answers_after_40_seconds_succeeds(ts2: dict[str, Any]) -> None:
     done = manage("call", "ts2", "slow_answer", '{"seconds": 40}')
     assert done["outcome"] == "result", done
     assert done["result"]["content"][0]["text"] == "answered after 40 s"

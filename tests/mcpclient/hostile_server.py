@@ -108,8 +108,8 @@ class RawServer:
             self.messages.append(message)
             if message.get("method") == "server/discover":
                 body = json.dumps(response(message, DISCOVERY)).encode()
-                head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                status = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                writer.write(f"{status}Content-Length: {len(body)}\r\n\r\n".encode() + body)
                 await writer.drain()
                 return
             await self.script(message, reader, writer)

@@ -54,7 +54,7 @@ async def test_listen_pushes_every_change_until_completed(
         ack = await anext(stream)
         assert isinstance(ack, ListenAck) and ack.task_ids == [task_id]
         async for event in stream:
-            assert not isinstance(event, ListenEnded)
+            assert not isinstance(event, ListenAck | ListenEnded)
             seen.append(event)
             if event.is_terminal:
                 break
@@ -145,7 +145,7 @@ async def test_sampling_roots_and_url_requests_are_answered(client: McpClient) -
     sampling = await start(client, "ask_sampling", delay=0.1)
     roots = await start(client, "ask_roots", delay=0.1)
     url = await start(client, "ask_url", delay=0.1)
-    reply = {
+    reply: dict[str, object] = {
         "role": "assistant",
         "content": {"type": "text", "text": "Paris"},
         "model": "human",

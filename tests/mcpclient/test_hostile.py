@@ -512,7 +512,7 @@ async def test_method_not_found_with_http_404_is_a_protocol_error_not_a_transpor
 
 @pytest.mark.parametrize("code", [-32021, -32003])
 async def test_missing_capability_in_either_numbering(code: int) -> None:
-    data = {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    data: dict[str, Any] = {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
     exc = await get_task_fails(
         ProtocolError, answering(lambda m: json_reply(rpc_error(m, code, "declare tasks", data), status=400))
     )
@@ -1112,7 +1112,7 @@ async def test_graceful_end_yields_listen_ended_then_stops() -> None:
     assert exc is None
     assert [type(e) for e in events] == [ListenAck, WorkingTask, CompletedTask, ListenEnded]
     assert isinstance(events[0], ListenAck) and events[0].task_ids == [TASK_ID]
-    assert events[-1].subscription_id == SUB
+    assert isinstance(events[-1], ListenEnded) and events[-1].subscription_id == SUB
 
 
 async def test_an_abrupt_close_after_the_ack_is_stream_dropped(transport: Callable[[], Any]) -> None:

@@ -25,7 +25,8 @@ KINDS = InputKinds(elicitation_form=True, elicitation_url=True)
 
 @pytest.fixture(params=["demo_server", "fastmcp_server"])
 def peer(request: pytest.FixtureRequest) -> RunningPeer:
-    return request.getfixturevalue(request.param)
+    peer: RunningPeer = request.getfixturevalue(request.param)
+    return peer
 
 
 @pytest.fixture
