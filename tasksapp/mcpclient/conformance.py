@@ -7,8 +7,13 @@ Whatever a server asks (an elicitation, an MRTR round) or a tool needs (its argu
 from an Operator; `main()` uses the dashboard's scripted operator, which fills the dashboard's
 own forms, so the library stays free of Django and the answers are the ones the UI would send.
 
+The auth/* scenarios run the same OAuth code the dashboard uses (tasksapp.mcpclient.oauth):
+discovery, registration, PKCE, refresh, step-up. Where the dashboard sends a person's browser to
+the authorization server, this client follows the authorization redirect itself, as a browser
+that consents at once would, and reads the code off the redirect to its callback URL.
+
 Exit status: 0 when the scenario was played through, 1 when an exchange failed, 2 for a
-scenario this client does not play (the auth/* ones wait for the OAuth client, issue 11).
+scenario this client does not play.
 """
 
 import asyncio
@@ -19,13 +24,20 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
+import httpx
+
 from tasksapp.mcpclient.client import McpClient
 from tasksapp.mcpclient.errors import McpError
+from tasksapp.mcpclient.oauth import ClientConfig, McpOAuth, MemoryGrantStore, OAuthClient, OAuthError
 from tasksapp.mcpclient.types import InputRequest, InputRequired, JsonObject, Tool
 from tasksapp.mcpclient.wire import ALL_INPUT_KINDS
 
 MAX_ROUNDS = 10
 CLIENT_INFO: JsonObject = {"name": "mcp-tasks-dashboard-conformance", "version": "0.1.0"}
+# The suite's auth/basic-cimd expects this URL as the client ID (a document it never fetches).
+METADATA_DOCUMENT_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://127.0.0.1/oauth/callback"
+MAX_REDIRECTS = 5
 
 
 class Operator(Protocol):
@@ -125,10 +137,62 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def oauth_config(scenario: str, context: JsonObject) -> ClientConfig:
+    """What an admin would enter for the scenario's server: pre-registered credentials when the
+    scenario hands some over, client credentials for the machine-to-machine ones."""
+    machine = scenario.startswith("auth/client-credentials-")
+    return ClientConfig(
+        redirect_uri=REDIRECT_URI,
+        client_name="mcp-tasks-dashboard conformance",
+        metadata_url=METADATA_DOCUMENT_URL,
+        client_id=_opt(context, "client_id"),
+        client_secret=_opt(context, "client_secret"),
+        private_key=_opt(context, "private_key_pem"),
+        signing_alg=_opt(context, "signing_algorithm") or "RS256",
+        grant="client_credentials" if machine else "authorization_code",
+        application_type="native",
+    )
+
+
+def _opt(context: JsonObject, key: str) -> str | None:
+    value = context.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def browser_that_consents(http: httpx.AsyncClient, redirect_uri: str) -> Callable[[str], Awaitable[str]]:
+    """Follow the authorization server's redirects until one lands on our callback URL."""
+
+    async def authorize(url: str) -> str:
+        for _ in range(MAX_REDIRECTS):
+            response = await http.get(url)
+            location = response.headers.get("location")
+            if not response.is_redirect or not location:
+                raise OAuthError(
+                    f"the authorization endpoint answered HTTP {response.status_code}, not a redirect"
+                )
+            url = str(response.url.join(location))
+            if url.startswith(redirect_uri):
+                return url
+        raise OAuthError(f"no redirect to {redirect_uri} after {MAX_REDIRECTS} hops")
+
+    return authorize
+
+
 async def play(scenario: str, url: str, context: JsonObject, operator: Operator) -> None:
     """Play one scenario against the suite's server at `url`."""
-    async with McpClient(url, input_kinds=ALL_INPUT_KINDS, client_info=CLIENT_INFO) as client:
-        await SCENARIOS[scenario](client, operator, context)
+    oauth: OAuthClient | None = None
+    auth: McpOAuth | None = None
+    if scenario.startswith("auth/"):
+        config = oauth_config(scenario, context)
+        oauth = OAuthClient(config)
+        authorize = browser_that_consents(oauth.http, config.redirect_uri)
+        auth = McpOAuth(oauth, MemoryGrantStore(), url, authorize=authorize)
+    try:
+        async with McpClient(url, input_kinds=ALL_INPUT_KINDS, client_info=CLIENT_INFO, auth=auth) as client:
+            await SCENARIOS.get(scenario, call_every_tool)(client, operator, context)
+    finally:
+        if oauth is not None:
+            await oauth.aclose()
 
 
 class _DashboardOperator:
@@ -162,9 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args:
         print("usage: python -m tasksapp.mcpclient.conformance URL (scenario in MCP_CONFORMANCE_SCENARIO)")
         return 2
-    if scenario not in SCENARIOS:
-        reason = "OAuth is not in this client yet (issue 11)" if scenario.startswith("auth/") else "unknown"
-        print(f"conformance client: scenario {scenario!r} is not played here: {reason}", file=sys.stderr)
+    if scenario not in SCENARIOS and not scenario.startswith("auth/"):
+        print(f"conformance client: scenario {scenario!r} is not played here: unknown", file=sys.stderr)
         return 2
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     try:

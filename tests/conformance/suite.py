@@ -3,8 +3,9 @@ tests/peers/npm) one scenario at a time, and reading its verdicts.
 
 Which scenarios: the frozen set `requirements/2026-07-28.yaml` that ships in the package (its
 `server` and `client` lists), plus what it runs beside them without scoring: the `tasks-*`
-extension scenarios and the pending server ones, and the client's
-`json-schema-2020-12-preservation`. Not the auth extensions or the sep-2640 skills scenarios.
+extension scenarios and the pending server ones, the client's
+`json-schema-2020-12-preservation`, and the client credentials auth extensions (SEP-1046). Not
+the other auth extensions (enterprise-managed, DPoP, workload identity) or the sep-2640 skills.
 
 The baseline of expected failures lives in docs/conformance.md (a YAML block); every entry
 carries its reason, and an entry that starts passing is an error too (remove it).
@@ -30,7 +31,9 @@ REVISION = "2026-07-28"
 DOC = ROOT / "docs" / "conformance.md"
 CLIENT_COMMAND = f"{sys.executable} -m tasksapp.mcpclient.conformance"
 FAILING = ("FAILURE", "WARNING")
-EXTRA_CLIENT = ("json-schema-2020-12-preservation",)
+# Extension scenarios are off the spec's timeline: the suite runs them only with --force.
+EXTENSIONS = ("auth/client-credentials-jwt", "auth/client-credentials-basic")
+EXTRA_CLIENT = ("json-schema-2020-12-preservation", *EXTENSIONS)
 SCENARIO_SECONDS = 120
 
 
@@ -141,15 +144,19 @@ def run_server(url: str, scenario: str) -> Outcome:
 def run_client(scenario: str) -> Outcome:
     """`conformance client` for one scenario, driving python -m tasksapp.mcpclient.conformance."""
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
+        force = ("--force",) if scenario in EXTENSIONS else ()
         done = _conformance(
             "client", "--command", CLIENT_COMMAND, "--scenario", scenario, "--spec-version", REVISION,
-            "-o", tmp, cwd=Path(tmp),
+            *force, "-o", tmp, cwd=Path(tmp),
         )  # fmt: skip
         outcome = Outcome(scenario, _checks(Path(tmp)))
     log = done.stdout + done.stderr
     if "CLIENT TIMED OUT" in log:
         outcome.problems.append("the client timed out")
-    if exited := re.search(r"Client exited with code (\d+)", log):
+    # Some scenarios (a mismatched iss, resource or issuer; endless 403s) expect the client to
+    # refuse and fail; the suite then still reports the run as passed, and so do we.
+    allowed = "OVERALL: PASSED" in log
+    if (exited := re.search(r"Client exited with code (\d+)", log)) and not allowed:
         outcome.problems.append(f"the client exited with code {exited.group(1)}")
     if not outcome.checks:
         outcome.problems.append(f"no checks recorded (exit {done.returncode}): {_tail(done)}")

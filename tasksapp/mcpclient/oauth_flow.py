@@ -1,0 +1,415 @@
+"""The OAuth 2.1 exchanges an MCP client makes: client registration, the authorization code grant
+with PKCE (S256), `state`, `resource` (RFC 8707) and `iss` (RFC 9207) checks, refresh, and the
+client credentials grant (with a secret or a private-key JWT).
+
+Authlib supplies the protocol pieces (PKCE challenge, request encoding, client authentication,
+JWT assertions); this module decides what to send where, and checks what comes back. It speaks
+through an httpx.AsyncClient of its own, so OAuth traffic never rides on the MCP connection.
+"""
+
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+import httpx
+from authlib.common.urls import url_decode
+from authlib.oauth2.auth import ClientAuth
+from authlib.oauth2.rfc6749.parameters import prepare_grant_uri, prepare_token_request
+from authlib.oauth2.rfc7523 import PrivateKeyJWT
+from authlib.oauth2.rfc7636 import create_s256_code_challenge
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from joserfc.jwk import ECKey, OKPKey, RSAKey
+
+from tasksapp.mcpclient.oauth_metadata import (
+    MAX_METADATA_BYTES,
+    Challenge,
+    OAuthError,
+    ResourceMetadata,
+    ServerMetadata,
+    require_secure,
+)
+from tasksapp.mcpclient.types import JsonObject
+
+Grant = Literal["authorization_code", "client_credentials"]
+SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+
+
+class RefreshRejected(OAuthError):
+    """The authorization server refused the refresh token (invalid_grant): a person must reconnect."""
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """How this client presents itself; set by the admin (or the conformance harness)."""
+
+    redirect_uri: str
+    client_name: str = "MCP Tasks Dashboard"
+    metadata_url: str | None = None  # a Client ID Metadata Document we serve (https)
+    client_id: str | None = None  # pre-registered credentials, used when no document is accepted
+    client_secret: str | None = None
+    private_key: str | None = None  # PEM, for private_key_jwt
+    signing_alg: str = "RS256"
+    grant: Grant = "authorization_code"
+    application_type: Literal["web", "native"] = "web"
+    offline_access: bool = True
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Client credentials at one authorization server (never valid at another: SEP-2352)."""
+
+    issuer: str
+    client_id: str
+    auth_method: str
+    how: Literal["metadata_document", "preregistered", "dynamic"]
+    client_secret: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    access_token: str = field(repr=False)
+    issuer: str
+    resource: str
+    token_endpoint: str
+    obtained_at: float
+    expires_at: float | None = None
+    refresh_token: str | None = field(default=None, repr=False)
+    scope: tuple[str, ...] = ()
+
+    def expiring(self, now: float | None = None) -> bool:
+        """True when the token should be refreshed before use: within a minute (or half its life)."""
+        if self.expires_at is None:
+            return False
+        leeway = min(60.0, (self.expires_at - self.obtained_at) / 2)
+        return (now or time.time()) >= self.expires_at - leeway
+
+
+@dataclass(frozen=True)
+class GrantState:
+    """What is kept per MCP server between requests (encrypted at rest by the caller)."""
+
+    registration: Registration | None = None
+    tokens: Tokens | None = None
+    requested_scope: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> "GrantState":
+        if not text:
+            return cls()
+        raw = json.loads(text)
+        reg, tok = raw.get("registration"), raw.get("tokens")
+        return cls(
+            registration=Registration(**reg) if reg else None,
+            tokens=Tokens(**{**tok, "scope": tuple(tok.get("scope") or ())}) if tok else None,
+            requested_scope=tuple(raw.get("requested_scope") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class PendingAuthorization:
+    """An authorization request sent to a browser, kept until its callback arrives."""
+
+    url: str
+    state: str
+    code_verifier: str = field(repr=False)
+    redirect_uri: str
+    issuer: str
+    iss_required: bool
+    token_endpoint: str
+    resource: str
+    scope: tuple[str, ...]
+    registration: Registration
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "PendingAuthorization":
+        raw = json.loads(text)
+        return cls(
+            **{**raw, "scope": tuple(raw["scope"]), "registration": Registration(**raw["registration"])}
+        )
+
+
+def choose_scope(
+    challenge: Challenge | None,
+    resource: ResourceMetadata,
+    server: ServerMetadata,
+    previous: tuple[str, ...],
+    *,
+    offline_access: bool,
+) -> tuple[str, ...]:
+    """The MCP scope selection strategy: the challenge's scope, else the resource's scopes_supported,
+    else none; added to what was asked before (SEP-2350), plus offline_access where it is offered."""
+    base = challenge.scope if challenge is not None and challenge.scope else resource.scopes_supported or ()
+    scopes = list(dict.fromkeys([*previous, *base]))
+    offered = server.scopes_supported or ()
+    if offline_access and "offline_access" in offered and "offline_access" not in scopes:
+        scopes.append("offline_access")
+    return tuple(scopes)
+
+
+class OAuthClient:
+    """One client identity's conversations with authorization servers."""
+
+    def __init__(self, config: ClientConfig, *, http: httpx.AsyncClient | None = None, timeout: float = 10.0):
+        self.config = config
+        self.http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # --- registration ----------------------------------------------------------------------
+
+    async def register(self, server: ServerMetadata, known: Registration | None) -> Registration:
+        """Credentials for this authorization server, in the spec's order of preference: a Client
+        ID Metadata Document, pre-registered credentials, then Dynamic Client Registration."""
+        if known is not None and known.issuer == server.issuer:
+            return known
+        config = self.config
+        if config.metadata_url and server.client_id_metadata_document_supported:
+            return Registration(server.issuer, config.metadata_url, "none", "metadata_document")
+        if config.client_id:
+            method = self._method_for(server, has_secret=bool(config.client_secret))
+            return Registration(
+                server.issuer, config.client_id, method, "preregistered", config.client_secret
+            )
+        if server.registration_endpoint is None:
+            raise OAuthError(
+                f"{server.issuer} offers no dynamic client registration and accepts no client metadata "
+                "document: enter a client ID registered with it"
+            )
+        return await self._register_dynamically(server)
+
+    def _method_for(self, server: ServerMetadata, *, has_secret: bool) -> str:
+        offered = server.token_endpoint_auth_methods_supported
+        if self.config.private_key and "private_key_jwt" in offered:
+            return "private_key_jwt"
+        for method in (*SECRET_METHODS, "none") if has_secret else ("none",):
+            if method in offered:
+                return method
+        raise OAuthError(f"{server.issuer} supports none of our token endpoint auth methods: {offered}")
+
+    async def _register_dynamically(self, server: ServerMetadata) -> Registration:
+        url = require_secure(str(server.registration_endpoint), "registration endpoint")
+        offered = server.token_endpoint_auth_methods_supported
+        wanted = next((m for m in (*SECRET_METHODS, "none") if m in offered), "none")
+        body = {
+            "client_name": self.config.client_name,
+            "redirect_uris": [self.config.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": wanted,
+            "application_type": self.config.application_type,
+        }
+        raw = await self._post_json(url, json_body=body, accept=(200, 201))
+        client_id = raw.get("client_id")
+        if not isinstance(client_id, str) or not client_id:
+            raise OAuthError(f"dynamic client registration at {url} returned no client_id")
+        secret = raw.get("client_secret") if isinstance(raw.get("client_secret"), str) else None
+        method = raw.get("token_endpoint_auth_method")
+        method = method if isinstance(method, str) else wanted
+        if method in SECRET_METHODS and not secret:
+            method = "none"
+        return Registration(server.issuer, client_id, method, "dynamic", secret)
+
+    # --- authorization code ------------------------------------------------------------------
+
+    def begin(
+        self,
+        resource: ResourceMetadata,
+        server: ServerMetadata,
+        registration: Registration,
+        scope: tuple[str, ...],
+    ) -> PendingAuthorization:
+        """The authorization request to send a browser to (PKCE S256, state, resource)."""
+        if server.authorization_endpoint is None:
+            raise OAuthError(f"{server.issuer} has no authorization_endpoint")
+        if "S256" not in server.code_challenge_methods_supported:
+            raise OAuthError(f"{server.issuer} does not offer PKCE with S256; refusing to authorize")
+        endpoint = require_secure(server.authorization_endpoint, "authorization endpoint")
+        state, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(64)
+        url = prepare_grant_uri(
+            endpoint,
+            client_id=registration.client_id,
+            response_type="code",
+            redirect_uri=self.config.redirect_uri,
+            scope=" ".join(scope) or None,
+            state=state,
+            code_challenge=create_s256_code_challenge(verifier),
+            code_challenge_method="S256",
+            resource=resource.resource,
+        )
+        return PendingAuthorization(
+            url=url,
+            state=state,
+            code_verifier=verifier,
+            redirect_uri=self.config.redirect_uri,
+            issuer=server.issuer,
+            iss_required=server.iss_parameter_supported,
+            token_endpoint=server.token_endpoint,
+            resource=resource.resource,
+            scope=scope,
+            registration=registration,
+        )
+
+    async def finish(self, pending: PendingAuthorization, callback_url: str) -> Tokens:
+        """Check the authorization response (state, error, iss) and exchange its code for tokens."""
+        params = check_callback(pending, callback_url)
+        body = prepare_token_request(
+            "authorization_code",
+            redirect_uri=pending.redirect_uri,
+            code=params["code"],
+            code_verifier=pending.code_verifier,
+            resource=pending.resource,
+        )
+        return await self._token_request(
+            pending.token_endpoint, body, pending.registration, pending.resource, pending.scope
+        )
+
+    async def refresh(self, tokens: Tokens, registration: Registration) -> Tokens:
+        if not tokens.refresh_token:
+            raise RefreshRejected("there is no refresh token")
+        body = prepare_token_request(
+            "refresh_token", refresh_token=tokens.refresh_token, resource=tokens.resource
+        )
+        fresh = await self._token_request(
+            tokens.token_endpoint, body, registration, tokens.resource, tokens.scope, refreshing=True
+        )
+        # RFC 6749 §6: a server that does not rotate keeps the old refresh token valid.
+        return fresh if fresh.refresh_token else replace(fresh, refresh_token=tokens.refresh_token)
+
+    async def client_credentials(
+        self, resource: ResourceMetadata, server: ServerMetadata, scope: tuple[str, ...]
+    ) -> tuple[Registration, Tokens]:
+        """The client credentials grant for machine-to-machine servers (a secret or a private key)."""
+        config = self.config
+        if not config.client_id or not (config.client_secret or config.private_key):
+            raise OAuthError("client credentials need a client ID and a secret or a private key")
+        method = self._method_for(server, has_secret=bool(config.client_secret))
+        registration = Registration(
+            server.issuer, config.client_id, method, "preregistered", config.client_secret
+        )
+        body = prepare_token_request(
+            "client_credentials", scope=" ".join(scope) or None, resource=resource.resource
+        )
+        tokens = await self._token_request(
+            server.token_endpoint, body, registration, resource.resource, scope
+        )
+        return registration, tokens
+
+    # --- the wire ------------------------------------------------------------------------
+
+    def _client_auth(self, registration: Registration, token_endpoint: str) -> ClientAuth:
+        if registration.auth_method == "private_key_jwt":
+            if not self.config.private_key:
+                raise OAuthError("private_key_jwt needs a private key")
+            # SEP-1046: the assertion's audience is the authorization server's issuer.
+            signer = PrivateKeyJWT(token_endpoint=registration.issuer, alg=self.config.signing_alg)
+            return ClientAuth(registration.client_id, _signing_key(self.config.private_key), signer)
+        return ClientAuth(registration.client_id, registration.client_secret, registration.auth_method)
+
+    async def _token_request(
+        self,
+        endpoint: str,
+        body: str,
+        registration: Registration,
+        resource: str,
+        asked: tuple[str, ...],
+        *,
+        refreshing: bool = False,
+    ) -> Tokens:
+        require_secure(endpoint, "token endpoint")
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+        _, headers, body = self._client_auth(registration, endpoint).prepare("POST", endpoint, headers, body)
+        raw = await self._post_json(endpoint, form=body, headers=headers, refreshing=refreshing)
+        access, kind = raw.get("access_token"), raw.get("token_type")
+        if not isinstance(access, str) or not access or not isinstance(kind, str):
+            raise OAuthError(f"the token endpoint {endpoint} answered without an access_token or token_type")
+        if kind.lower() != "bearer":
+            raise OAuthError(f"the token endpoint issued a {kind!r} token; only Bearer tokens are supported")
+        now = time.time()
+        expires_in = raw.get("expires_in")
+        scope = raw.get("scope")
+        refresh = raw.get("refresh_token")
+        return Tokens(
+            access_token=access,
+            issuer=registration.issuer,
+            resource=resource,
+            token_endpoint=endpoint,
+            obtained_at=now,
+            expires_at=now + float(expires_in) if isinstance(expires_in, int | float) else None,
+            refresh_token=refresh if isinstance(refresh, str) and refresh else None,
+            scope=tuple(scope.split()) if isinstance(scope, str) else asked,
+        )
+
+    async def _post_json(
+        self,
+        url: str,
+        *,
+        json_body: JsonObject | None = None,
+        form: str | None = None,
+        headers: dict[str, str] | None = None,
+        accept: tuple[int, ...] = (200,),
+        refreshing: bool = False,
+    ) -> dict[str, Any]:
+        try:
+            if json_body is not None:
+                response = await self.http.post(url, json=json_body, headers={"Accept": "application/json"})
+            else:
+                response = await self.http.post(url, content=form, headers=headers)
+        except httpx.HTTPError as exc:
+            raise OAuthError(f"cannot reach {url}: {exc or type(exc).__name__}", permanent=False) from exc
+        body = response.content[: MAX_METADATA_BYTES + 1]
+        try:
+            raw = json.loads(body) if len(body) <= MAX_METADATA_BYTES else None
+        except ValueError:
+            raw = None
+        if response.status_code in accept and isinstance(raw, dict):
+            return raw
+        error = raw.get("error") if isinstance(raw, dict) else None
+        if refreshing and error in ("invalid_grant", "invalid_client", "unauthorized_client"):
+            raise RefreshRejected(f"the authorization server refused the refresh token ({error})")
+        detail = f" ({error})" if isinstance(error, str) else ""
+        raise OAuthError(
+            f"{url} answered HTTP {response.status_code}{detail}", permanent=response.status_code < 500
+        )
+
+
+def check_callback(pending: PendingAuthorization, callback_url: str) -> dict[str, str]:
+    """The authorization response's parameters, once state, error and iss (RFC 9207) are checked."""
+    url = httpx.URL(callback_url)
+    params = dict(url_decode(url.query.decode("ascii", "replace")))
+    if params.get("state") != pending.state:
+        raise OAuthError("the authorization response does not carry the state we sent; ignoring it")
+    iss = params.get("iss")
+    if iss is not None and iss != pending.issuer:
+        raise OAuthError(f"the authorization response comes from issuer {iss!r}, not {pending.issuer!r}")
+    if iss is None and pending.iss_required:
+        raise OAuthError(f"{pending.issuer} promised an iss parameter in its response and sent none")
+    if "error" in params:
+        text = params.get("error_description") or params["error"]
+        raise OAuthError(f"the authorization server refused: {text[:200]}")
+    if not params.get("code"):
+        raise OAuthError("the authorization response carries no code")
+    return params
+
+
+def _signing_key(pem: str) -> RSAKey | ECKey | OKPKey:
+    try:
+        key = load_pem_private_key(pem.encode(), password=None)
+    except ValueError as exc:
+        raise OAuthError("the private key is not an unencrypted PEM private key") from exc
+    if isinstance(key, rsa.RSAPrivateKey):
+        return RSAKey.import_key(key)
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        return ECKey.import_key(key)
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return OKPKey.import_key(key)
+    raise OAuthError("the private key is not RSA, EC or Ed25519")
