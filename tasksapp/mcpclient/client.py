@@ -183,6 +183,8 @@ class McpClient:
             await self._end_legacy_session()
         finally:
             await self._transport.aclose()
+            if closer := getattr(self._auth, "aclose", None):
+                await closer()  # an OAuth provider's own connections
 
     # --- public methods -------------------------------------------------------------------
 

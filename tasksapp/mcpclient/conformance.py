@@ -148,7 +148,7 @@ def oauth_config(scenario: str, context: JsonObject) -> ClientConfig:
         client_id=_opt(context, "client_id"),
         client_secret=_opt(context, "client_secret"),
         private_key=_opt(context, "private_key_pem"),
-        signing_alg=_opt(context, "signing_algorithm") or "RS256",
+        signing_alg=_opt(context, "signing_algorithm"),
         grant="client_credentials" if machine else "authorization_code",
         application_type="native",
     )

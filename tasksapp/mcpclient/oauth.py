@@ -156,6 +156,9 @@ class McpOAuth(httpx.Auth):
         origin = httpx.URL(server_url)
         self._origin = (origin.scheme, origin.host, origin.port)
 
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         raise RuntimeError("McpOAuth is asynchronous only")
 
@@ -167,7 +170,7 @@ class McpOAuth(httpx.Auth):
         authorizations = 0
         while True:
             challenge = bearer_challenge(response.headers)
-            if response.status_code == 401:
+            if response.status_code == 401 and (challenge is not None or tokens is not None):
                 tokens = await self._unauthorized(challenge, tokens, authorizations)
             elif response.status_code == 403 and challenge is not None and challenge.insufficient_scope:
                 tokens = await self._step_up(challenge, authorizations)

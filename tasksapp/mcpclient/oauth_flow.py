@@ -10,6 +10,7 @@ through an httpx.AsyncClient of its own, so OAuth traffic never rides on the MCP
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -49,9 +50,9 @@ class ClientConfig:
     client_name: str = "MCP Tasks Dashboard"
     metadata_url: str | None = None  # a Client ID Metadata Document we serve (https)
     client_id: str | None = None  # pre-registered credentials, used when no document is accepted
-    client_secret: str | None = None
-    private_key: str | None = None  # PEM, for private_key_jwt
-    signing_alg: str = "RS256"
+    client_secret: str | None = field(default=None, repr=False)
+    private_key: str | None = field(default=None, repr=False)  # PEM, for private_key_jwt
+    signing_alg: str | None = None  # default: RS256, ES256 or EdDSA by the key's type
     grant: Grant = "authorization_code"
     application_type: Literal["web", "native"] = "web"
     offline_access: bool = True
@@ -158,12 +159,30 @@ def choose_scope(
 class OAuthClient:
     """One client identity's conversations with authorization servers."""
 
-    def __init__(self, config: ClientConfig, *, http: httpx.AsyncClient | None = None, timeout: float = 10.0):
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        transport: Callable[[], httpx.AsyncBaseTransport] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
         self.config = config
-        self.http = http or httpx.AsyncClient(timeout=timeout, follow_redirects=False)
+        self._transport = transport
+        self._timeout = timeout
+        self._http: httpx.AsyncClient | None = None
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """Opened on first use (inside the event loop that uses it); redirects are not followed."""
+        if self._http is None:
+            transport = self._transport() if self._transport else None
+            self._http = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, transport=transport)
+        return self._http
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     # --- registration ----------------------------------------------------------------------
 
@@ -311,8 +330,9 @@ class OAuthClient:
             if not self.config.private_key:
                 raise OAuthError("private_key_jwt needs a private key")
             # SEP-1046: the assertion's audience is the authorization server's issuer.
-            signer = PrivateKeyJWT(token_endpoint=registration.issuer, alg=self.config.signing_alg)
-            return ClientAuth(registration.client_id, _signing_key(self.config.private_key), signer)
+            key, alg = _signing_key(self.config.private_key)
+            signer = PrivateKeyJWT(token_endpoint=registration.issuer, alg=self.config.signing_alg or alg)
+            return ClientAuth(registration.client_id, key, signer)
         return ClientAuth(registration.client_id, registration.client_secret, registration.auth_method)
 
     async def _token_request(
@@ -401,15 +421,23 @@ def check_callback(pending: PendingAuthorization, callback_url: str) -> dict[str
     return params
 
 
-def _signing_key(pem: str) -> RSAKey | ECKey | OKPKey:
+def _signing_key(pem: str) -> tuple[RSAKey | ECKey | OKPKey, str]:
+    """The key and its usual algorithm."""
     try:
         key = load_pem_private_key(pem.encode(), password=None)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise OAuthError("the private key is not an unencrypted PEM private key") from exc
     if isinstance(key, rsa.RSAPrivateKey):
-        return RSAKey.import_key(key)
+        return RSAKey.import_key(key), "RS256"
     if isinstance(key, ec.EllipticCurvePrivateKey):
-        return ECKey.import_key(key)
+        return ECKey.import_key(key), {256: "ES256", 384: "ES384", 521: "ES512"}.get(
+            key.curve.key_size, "ES256"
+        )
     if isinstance(key, ed25519.Ed25519PrivateKey):
-        return OKPKey.import_key(key)
+        return OKPKey.import_key(key), "EdDSA"
     raise OAuthError("the private key is not RSA, EC or Ed25519")
+
+
+def check_private_key(pem: str) -> str:
+    """The algorithm a PEM private key signs with; OAuthError when it cannot be used."""
+    return _signing_key(pem)[1]

@@ -41,10 +41,17 @@ the tests run exactly that set, one pytest test per scenario (marker `conformanc
   appends the URL and sets `MCP_CONFORMANCE_SCENARIO`). It plays each scenario with the
   library's public API; what a server asks (an elicitation, an MRTR round) and what a tool needs
   (its arguments) is filled into the dashboard's own forms by `tasksapp.scripted_operator`, as a
-  person would. Also run: `json-schema-2020-12-preservation`.
+  person would. The `auth/*` scenarios run the dashboard's OAuth client
+  (`tasksapp.mcpclient.oauth`, see [oauth.md](oauth.md)); where the dashboard sends a person's
+  browser to the authorization server, the entry point follows the redirect itself. Also run:
+  `json-schema-2020-12-preservation` and the client credentials extensions
+  `auth/client-credentials-jwt` and `auth/client-credentials-basic` (with `--force`: extensions
+  are off the spec's timeline).
 
 A test fails on any check the suite reports as FAILURE or WARNING, and for a client also when
-our client process exits non-zero or times out. A scenario listed in the baseline below is
+our client process exits non-zero (unless the scenario expects the client to refuse and the
+suite scores the run as passed: a mismatched `iss`, `resource` or `issuer`, endless 403s) or
+times out. A scenario listed in the baseline below is
 reported by pytest as an expected failure with its reason, without running it (each run costs
 a Node and a Python start for a known answer); the report command below runs every scenario,
 baseline entries included, and fails when one of them starts passing (then remove the entry).
