@@ -372,6 +372,11 @@ class OperatorAction(models.Model):
         DECLINE = "decline", "declined"
         ANSWER_CANCEL = "answer_cancel", "cancelled a question"
         CANCEL = "cancel", "cancelled"
+        OAUTH_CONNECT = "oauth_connect", "started authorization"
+        OAUTH_GRANT = "oauth_grant", "authorized server"
+        OAUTH_LOST = "oauth_lost", "authorization lost"
+        OAUTH_SETTINGS = "oauth_settings", "changed OAuth client"
+        OAUTH_DISCONNECT = "oauth_disconnect", "removed authorization"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -416,3 +421,67 @@ class WorkerHeartbeat(models.Model):
         return self.stopped_at is None and now - self.last_beat_at < timedelta(
             seconds=settings.MCP_LEASE_SECONDS
         )
+
+
+class ServerAuthorization(models.Model):
+    """OAuth for one MCP server (issue 11): how the dashboard identifies itself there, and the grant
+    it holds. Client secret, private key, registration, tokens and the pending authorization
+    request are one encrypted JSON document (`secrets`); never shown in full, never logged."""
+
+    class State(models.TextChoices):
+        NEEDED = "needed", "This server needs authorization"
+        CONNECTED = "connected", "Connected"
+        LOST = "lost", "Authorization needed"
+        STEP_UP = "step_up", "Needs wider access"
+
+    class GrantType(models.TextChoices):
+        AUTHORIZATION_CODE = "authorization_code", "a person connects (authorization code)"
+        CLIENT_CREDENTIALS = "client_credentials", "machine to machine (client credentials)"
+
+    server = models.OneToOneField(McpServer, on_delete=models.CASCADE, related_name="authorization")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.NEEDED)
+    grant_type = models.CharField(
+        max_length=20, choices=GrantType.choices, default=GrantType.AUTHORIZATION_CODE
+    )
+    client_id = models.CharField(
+        max_length=2000, blank=True, default="", help_text="pre-registered client ID"
+    )
+    secrets_encrypted = models.TextField(blank=True, default="", editable=False)
+    pending_state_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    pending_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    pending_at = models.DateTimeField(null=True, blank=True)
+    issuer = models.CharField(max_length=2000, blank=True, default="")
+    scope = models.CharField(max_length=2000, blank=True, default="", help_text="granted")
+    wanted_scope = models.CharField(max_length=2000, blank=True, default="", help_text="asked for next")
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="the current access token's")
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "server authorization"
+
+    def __str__(self) -> str:
+        return f"{self.server} ({self.state})"
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        if not self.secrets_encrypted:
+            return {}
+        value = json.loads(crypto.decrypt(self.secrets_encrypted))
+        return {str(k): str(v) for k, v in value.items() if v}
+
+    @secrets.setter
+    def secrets(self, value: dict[str, str]) -> None:
+        kept = {k: v for k, v in value.items() if v}
+        self.secrets_encrypted = crypto.encrypt(json.dumps(kept)) if kept else ""
+
+    @property
+    def needs_person(self) -> bool:
+        return self.state != self.State.CONNECTED

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasksapp.views import inbox, overview, servers, tasks, tools
+from tasksapp.views import inbox, oauth, overview, servers, tasks, tools
 
 app_name = "tasks"
 
@@ -22,4 +22,9 @@ urlpatterns = [
     path("servers/<int:pk>/tools/", servers.server_tools, name="server-tools"),
     path("servers/<int:pk>/tools/<path:name>/run/", tools.tool_run, name="tool-run"),
     path("audit/", servers.audit_log, name="audit"),
+    path("servers/<int:pk>/connect/", oauth.connect, name="oauth-connect"),
+    path("servers/<int:pk>/disconnect/", oauth.disconnect, name="oauth-disconnect"),
+    path("servers/<int:pk>/oauth/", oauth.client_settings, name="oauth-settings"),
+    path("oauth/callback", oauth.callback, name="oauth-callback"),
+    path("oauth/client-metadata.json", oauth.client_metadata, name="oauth-client-metadata"),
 ]

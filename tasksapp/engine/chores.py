@@ -15,6 +15,7 @@ from tasksapp.engine.listener import ListenSupervisor
 from tasksapp.engine.tracking import ServerState, backoff_delay
 from tasksapp.mcpclient import McpClient, McpError, TransportError
 from tasksapp.services.common import DASHBOARD_INPUT_KINDS, server_timeouts
+from tasksapp.services.oauth import worker_auth
 
 if TYPE_CHECKING:
     from tasksapp.engine.worker import Worker
@@ -99,6 +100,7 @@ def _client(worker: "Worker", row: store.ServerRow) -> McpClient:
         transport=transport,
         block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
         timeouts=server_timeouts(read=row.read_timeout, call=row.call_timeout),
+        auth=worker_auth(row.pk, row.url, row.oauth) if row.oauth else None,
     )
 
 

@@ -14,7 +14,9 @@ from django.utils import timezone
 
 from tasksapp import crypto
 from tasksapp.engine.tracking import TrackedTask
+from tasksapp.mcpclient.oauth import ClientConfig
 from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp.services.oauth import worker_oauth
 from tasksapp.services.tasks import stored_fingerprint
 
 CLAIM_BATCH = 2000
@@ -34,6 +36,7 @@ class ServerRow:
     failing: bool
     read_timeout: float
     call_timeout: float
+    oauth: ClientConfig | None = None  # the server's OAuth client settings (issue 11)
 
 
 def lease_span() -> timedelta:
@@ -42,9 +45,10 @@ def lease_span() -> timedelta:
 
 def enabled_servers() -> dict[int, ServerRow]:
     rows: dict[int, ServerRow] = {}
-    for server in McpServer.objects.filter(enabled=True):
+    for server in McpServer.objects.filter(enabled=True).select_related("authorization"):
         try:
             headers = server.headers
+            oauth, oauth_signature = worker_oauth(server)
         except crypto.SecretUnreadable:
             continue  # reported on the server page; its tasks wait until the key is fixed
         rows[server.pk] = ServerRow(
@@ -58,7 +62,9 @@ def enabled_servers() -> dict[int, ServerRow]:
                 server.era,
                 server.read_timeout_seconds,
                 server.call_timeout_seconds,
+                *oauth_signature,
             ),
+            oauth=oauth,
             era=server.era,
             failing=server.consecutive_failures > 0,
             read_timeout=server.read_timeout_seconds,

@@ -28,6 +28,7 @@ from tasksapp.mcpclient import (
     ProtocolError,
     TransportError,
 )
+from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import RemoteTask
 from tasksapp.services.common import describe
 from tasksapp.services.tasks import snapshot_fingerprint
@@ -35,6 +36,7 @@ from tasksapp.services.tasks import snapshot_fingerprint
 log = logging.getLogger(__name__)
 LAG_SAMPLES = 100_000
 DB_BACKOFF_MAX_SECONDS = 5.0
+AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to reconnect looks again this often
 
 
 def db[R](fn: Callable[..., R]) -> Callable[..., Any]:
@@ -319,6 +321,13 @@ class Worker:
             return
         except TransportError as exc:
             await self._server_failed(server, exc, task)
+            return
+        except AuthorizationRequired as exc:
+            # A person must reconnect: the task is kept (never expired for this) and waits; a
+            # reconnect changes the server's row, and the new client polls it at once.
+            self.stats.errors += 1
+            await db(services.oauth_mark_needed)(server_id=server.server_id, exc=exc)
+            self.schedule(task, AUTHORIZATION_WAIT_SECONDS)
             return
         except McpError as exc:
             await self._task_failed(task, exc)

@@ -192,7 +192,13 @@ class McpOAuth(httpx.Auth):
         if tokens.refresh_token and grant.registration is not None:
             try:
                 return await self._refresh(tokens)
-            except RefreshRejected:
+            except RefreshRejected as exc:
+                if self.authorize is None and self.client.config.grant == "authorization_code":
+                    raise AuthorizationRequired(
+                        f"{self.server_url}: the token could not be refreshed ({exc}); reconnect",
+                        need="refresh_failed",
+                        scope=grant.requested_scope or tokens.scope,
+                    ) from exc
                 return None
         return tokens  # may still work; a 401 leads to a new authorization
 

@@ -3,6 +3,7 @@
 from tasksapp.services.calls import CallStarted, call_start, pending_call_answer
 from tasksapp.services.common import CallFailed, NotAllowed, NotRecorded, RemoteFailed, ServiceError
 from tasksapp.services.inputs import input_resend_stuck, task_answer
+from tasksapp.services.oauth import oauth_mark_needed
 from tasksapp.services.servers import (
     DiscoveryPreview,
     same_origin,
@@ -33,6 +34,7 @@ __all__ = [
     "ServiceError",
     "call_start",
     "input_resend_stuck",
+    "oauth_mark_needed",
     "pending_call_answer",
     "same_origin",
     "server_create",

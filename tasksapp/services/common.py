@@ -3,6 +3,7 @@
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
@@ -37,7 +38,7 @@ class RemoteFailed(ServiceError):
         self.cause = cause
 
 
-def client_for(server: McpServer) -> McpClient:
+def client_for(server: McpServer, auth: "httpx.Auth | None" = None) -> McpClient:
     era = server.era if server.era in ("modern", "legacy") else None
     return McpClient(
         server.url,
@@ -47,6 +48,7 @@ def client_for(server: McpServer) -> McpClient:
         era=era,  # type: ignore[arg-type]
         block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
         timeouts=server_timeouts(read=server.read_timeout_seconds, call=server.call_timeout_seconds),
+        auth=auth,
     )
 
 
@@ -58,8 +60,12 @@ def server_timeouts(*, read: float, call: float) -> Timeouts:
 def with_client[T](server: McpServer, action: Callable[[McpClient], Awaitable[T]]) -> T:
     """Run one async exchange with the server from synchronous code (views, commands, admin)."""
 
+    from tasksapp.services.oauth import oauth_for  # it builds on this module
+
+    auth = oauth_for(server)  # reads the database: here, before the event loop
+
     async def run() -> T:
-        async with client_for(server) as client:
+        async with client_for(server, auth) as client:
             return await action(client)
 
     return async_to_sync(run)()

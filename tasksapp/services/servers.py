@@ -17,9 +17,15 @@ from django.utils import timezone
 
 from tasksapp import crypto, events
 from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
+from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import McpServer
+from tasksapp.services import oauth
 from tasksapp.services.common import NotAllowed, RemoteFailed, ServiceError, audit, describe, with_client
 
+NEEDS_AUTHORIZATION = (
+    "This server needs authorization (OAuth). Save it, then use Connect on its page to sign in at its "
+    "authorization server."
+)
 UNREADABLE_HEADERS = (
     "The stored headers cannot be decrypted (was DASHBOARD_ENCRYPTION_KEY changed? see docs/security.md): "
     "enter them again, or '-' to remove them."
@@ -35,9 +41,11 @@ class DiscoveryPreview:
     tools_note: str = ""
 
 
-def server_preview(*, url: str, headers: dict[str, str]) -> DiscoveryPreview:
-    """server/discover (or initialize) plus tools/list, without touching the database."""
-    probe = McpServer(url=url)
+def server_preview(*, url: str, headers: dict[str, str], server: McpServer | None = None) -> DiscoveryPreview:
+    """server/discover (or initialize) plus tools/list, without touching the database.
+
+    With `server` (its URL unchanged) its OAuth grant is used; a new URL is probed without one."""
+    probe = McpServer(url=url, pk=server.pk if server is not None and server.url == url else None)
     probe.headers = headers
     most, most_bytes = settings.MCP_MAX_TOOLS, settings.MCP_MAX_TOOLS_BYTES
 
@@ -50,6 +58,8 @@ def server_preview(*, url: str, headers: dict[str, str]) -> DiscoveryPreview:
         return with_client(probe, discover)
     except ValueError as exc:
         raise NotAllowed(str(exc)) from exc
+    except AuthorizationRequired as exc:
+        raise RemoteFailed(NEEDS_AUTHORIZATION, cause=exc) from exc
     except McpError as exc:
         raise RemoteFailed(f"Discovery failed: {describe(exc)}", cause=exc) from exc
 
@@ -62,7 +72,7 @@ def server_create(
     try:
         if McpServer.objects.filter(name=name).exists():
             raise NotAllowed(f"A server named {name!r} already exists.")
-        preview = server_preview(url=url, headers=headers)
+        preview = _preview_or_authorization(url=url, headers=headers)
     except ServiceError as exc:
         audit(user, "server_add", ok=False, detail={**attempt, "error": str(exc)})
         raise
@@ -71,11 +81,26 @@ def server_create(
         server.headers = headers
         if timeouts is not None:
             server.read_timeout_seconds, server.call_timeout_seconds = timeouts
-        _apply_preview(server, preview)
+        if isinstance(preview, DiscoveryPreview):
+            _apply_preview(server, preview)
         server.save()
+        if isinstance(preview, AuthorizationRequired):
+            oauth.oauth_mark_needed(server_id=server.pk, exc=preview)
         audit(user, "server_add", server=server, detail={**attempt, "era": server.era})
         events.publish_server_changed(server.pk)
     return server
+
+
+def _preview_or_authorization(
+    *, url: str, headers: dict[str, str]
+) -> DiscoveryPreview | AuthorizationRequired:
+    """The preview, or, for a server that answers with an OAuth challenge, what it asks for."""
+    try:
+        return server_preview(url=url, headers=headers)
+    except RemoteFailed as exc:
+        if isinstance(exc.cause, AuthorizationRequired):
+            return exc.cause
+        raise
 
 
 def same_origin(one: str, other: str) -> bool:
@@ -125,13 +150,20 @@ def server_update(
             raise NotAllowed(UNREADABLE_HEADERS)
         if name != server.name and McpServer.objects.filter(name=name).exclude(pk=server.pk).exists():
             raise NotAllowed(f"A server named {name!r} already exists.")
+        found = None
         if url != server.url or "headers" in detail["changes"]:
-            _apply_preview(server, server_preview(url=url, headers=kept))
+            found = _preview_or_authorization(url=url, headers=kept)
+            if isinstance(found, DiscoveryPreview):
+                _apply_preview(server, found)
     except ServiceError as exc:
         server.refresh_from_db()
         audit(user, "server_edit", server=server, ok=False, detail={**detail, "error": str(exc)})
         raise
     with transaction.atomic():
+        if url != server.url:  # tokens and client credentials never follow the server elsewhere
+            oauth.oauth_forget(server=server, user=user, reason=f"the URL changed from {server.url}")
+        if isinstance(found, AuthorizationRequired):
+            oauth.oauth_mark_needed(server_id=server.pk, exc=found)
         server.name, server.url, server.enabled = name, url, enabled
         server.headers = kept
         if timeouts is not None:
@@ -151,9 +183,11 @@ def server_refresh(*, server: McpServer, user: Any = None) -> McpServer:
         except crypto.SecretUnreadable:
             raise NotAllowed(UNREADABLE_HEADERS) from None
         server.era = ""
-        preview = server_preview(url=server.url, headers=headers)
+        preview = server_preview(url=server.url, headers=headers, server=server)
     except ServiceError as exc:
         server.refresh_from_db()
+        if isinstance(exc, RemoteFailed) and isinstance(exc.cause, AuthorizationRequired):
+            oauth.oauth_mark_needed(server_id=server.pk, exc=exc.cause)
         audit(user, "server_refresh", server=server, ok=False, detail={"url": server.url, "error": str(exc)})
         raise
     with transaction.atomic():

@@ -1,0 +1,127 @@
+"""OAuth for MCP servers: Connect (to the authorization server), the callback, the client settings
+a server's admin enters, Disconnect, and the Client ID Metadata Document the dashboard serves."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from tasksapp import services
+from tasksapp.models import McpServer, ServerAuthorization
+from tasksapp.permissions import MANAGE_SERVERS, require
+from tasksapp.services import oauth
+from tasksapp.views.common import page
+
+
+def callback_url(request: HttpRequest) -> str:
+    """The redirect URI to register with authorization servers (docs/oauth.md)."""
+    return request.build_absolute_uri(reverse("tasks:oauth-callback"))
+
+
+def metadata_url(request: HttpRequest) -> str:
+    """Our Client ID Metadata Document's URL; only over https is it a client ID (else: DCR)."""
+    return request.build_absolute_uri(reverse("tasks:oauth-client-metadata")) if request.is_secure() else ""
+
+
+@require_POST
+@require(MANAGE_SERVERS)
+def connect(request: HttpRequest, pk: int) -> HttpResponse:
+    server = get_object_or_404(McpServer, pk=pk)
+    try:
+        target = oauth.oauth_connect(
+            server=server,
+            user=request.user,
+            redirect_uri=callback_url(request),
+            metadata_url=metadata_url(request),
+        )
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("tasks:server-tools", pk=pk)
+    return redirect(target)
+
+
+@require_GET
+@require(MANAGE_SERVERS)
+def callback(request: HttpRequest) -> HttpResponse:
+    try:
+        server = oauth.oauth_callback(
+            user=request.user, callback_url=request.build_absolute_uri(), state=request.GET.get("state", "")
+        )
+    except services.ServiceError as exc:
+        return page(request, "tasksapp/oauth_failed.html", {"error": str(exc)}, nav="servers", status=400)
+    messages.success(request, f"{server.name} is authorized; its tasks are polled with the new token.")
+    try:
+        services.server_refresh(server=server, user=request.user)
+    except services.ServiceError as exc:
+        messages.warning(request, f"Authorized, but discovery failed: {exc}")
+    return redirect("tasks:server-tools", pk=server.pk)
+
+
+@require_POST
+@require(MANAGE_SERVERS)
+def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
+    server = get_object_or_404(McpServer, pk=pk)
+    oauth.oauth_forget(server=server, user=request.user, reason="removed by a person")
+    messages.success(request, f"The authorization for {server.name} was removed.")
+    return redirect("tasks:server-tools", pk=pk)
+
+
+class ClientSettingsForm(forms.Form):
+    grant_type = forms.ChoiceField(choices=ServerAuthorization.GrantType.choices)
+    client_id = forms.CharField(
+        max_length=2000, required=False, help_text="Pre-registered client ID; empty: registered for you."
+    )
+    client_secret = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+        help_text="Empty keeps the stored one; '-' removes it. Stored encrypted, never shown.",
+    )
+    private_key = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"}),
+        help_text="PEM private key for private_key_jwt (client credentials). Empty keeps it; '-' removes it.",
+    )
+
+    @staticmethod
+    def kept(value: str) -> str | None:
+        value = value.strip()
+        return None if not value else ("" if value == "-" else value)
+
+
+@require(MANAGE_SERVERS)
+def client_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    server = get_object_or_404(McpServer, pk=pk)
+    auth = ServerAuthorization.objects.filter(server=server).first()
+    initial = {"grant_type": auth.grant_type, "client_id": auth.client_id} if auth else {}
+    form = ClientSettingsForm(request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            oauth.oauth_configure(
+                server=server,
+                user=request.user,
+                grant_type=data["grant_type"],
+                client_id=data["client_id"].strip(),
+                client_secret=form.kept(data["client_secret"]),
+                private_key=form.kept(data["private_key"]),
+            )
+        except services.ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "OAuth client settings saved.")
+            return redirect("tasks:server-tools", pk=pk)
+    context = {"server": server, "form": form, "callback_url": callback_url(request)}
+    return page(request, "tasksapp/oauth_settings.html", context, nav="servers")
+
+
+@login_not_required
+@require_GET
+def client_metadata(request: HttpRequest) -> HttpResponse:
+    document = oauth.client_metadata_document(
+        client_id=request.build_absolute_uri(reverse("tasks:oauth-client-metadata")),
+        redirect_uri=callback_url(request),
+    )
+    return HttpResponse(document, content_type="application/json")

@@ -1,0 +1,189 @@
+"""`python -m tests.oauth.peer`: the reference MCP server (tasksapp.demoserver) protected by OAuth,
+with its own authorization server (tests/oauth/authserver.py), on one loopback port.
+
+- /mcp needs a bearer token issued for this resource with scope mcp:read (401 with a challenge
+  naming the protected resource metadata otherwise); a tools/call of --step-up-tool also needs
+  mcp:write (403 insufficient_scope).
+- /.well-known/oauth-protected-resource/mcp, /.well-known/oauth-authorization-server/as and
+  /as/{authorize,token,register}: the authorization server. /as/authorize shows a consent page
+  whose Approve button a person (or a browser test) clicks.
+- /_control (GET: counters; POST JSON: refuse_refresh, token_seconds, step_up_tool) lets a test
+  make the authorization server refuse refreshes or issue short-lived tokens, as a real one would.
+"""
+
+import argparse
+import html
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qsl
+
+import uvicorn
+
+from tasksapp.demoserver.server import DemoUvicornServer, create_app
+from tests.oauth.authserver import LocalAuthorizationServer
+
+READY = "oauth peer listening on"
+Scope = dict[str, Any]
+
+
+class ProtectedDemo:
+    def __init__(self, *, token_seconds: int, step_up_tool: str) -> None:
+        self.demo = create_app(poll_interval_ms=500)
+        self.base = ""
+        self.server: LocalAuthorizationServer | None = None
+        self.token_seconds = token_seconds
+        self.step_up_tool = step_up_tool
+        self.mcp_requests = 0
+        self.bearers_seen: set[str] = set()
+
+    def bind(self, base: str) -> None:
+        self.base = base
+        self.server = LocalAuthorizationServer(f"{base}/as", token_seconds=self.token_seconds)
+
+    @property
+    def auth(self) -> LocalAuthorizationServer:
+        assert self.server is not None
+        return self.server
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.demo(scope, receive, send)
+            return
+        path, method = scope["path"], scope["method"]
+        body = await _body(receive)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if path == "/mcp":
+            await self._mcp(scope, body, headers, send)
+        elif path == "/.well-known/oauth-protected-resource/mcp":
+            metadata = {"resource": f"{self.base}/mcp", "authorization_servers": [self.auth.issuer]}
+            await _json(send, 200, {**metadata, "scopes_supported": ["mcp:read"]})
+        elif path == "/.well-known/oauth-authorization-server/as":
+            await _json(send, 200, self.auth.metadata())
+        elif path == "/as/authorize" and method == "GET":
+            await _consent(send, scope["query_string"].decode())
+        elif path == "/as/authorize":
+            form = dict(parse_qsl(body.decode()))
+            status, location = self.auth.approve(form.get("query", ""), user=form.get("user", "alice"))
+            await _respond(send, status if location else 400, b"", [(b"location", location.encode())])
+        elif path == "/as/token":
+            form = dict(parse_qsl(body.decode()))
+            request = self.auth.request("POST", f"{self.auth.issuer}/token", form, _title(headers))
+            status, payload, _ = self.auth.create_token_response(request)
+            await _json(send, status, payload)
+        elif path == "/as/register":
+            await _json(send, 201, self.auth.register(json.loads(body or b"{}")))
+        elif path == "/_control":
+            await self._control(method, body, send)
+        else:
+            await _respond(send, 404, b"Not Found")
+
+    async def _mcp(self, scope: Scope, body: bytes, headers: dict[str, str], send: Any) -> None:
+        self.mcp_requests += 1
+        metadata = f"{self.base}/.well-known/oauth-protected-resource/mcp"
+        bearer = headers.get("authorization", "")
+        token = self.auth.valid(bearer[7:], f"{self.base}/mcp") if bearer.startswith("Bearer ") else None
+        if token is None:
+            challenge = f'Bearer error="invalid_token", scope="mcp:read", resource_metadata="{metadata}"'
+            await _json(send, 401, {"error": "invalid_token"}, [(b"www-authenticate", challenge.encode())])
+            return
+        self.bearers_seen.add(token.access_token)
+        granted = set(token.scope.split())
+        needed = {"mcp:read"}
+        message = json.loads(body or b"{}")
+        name = message.get("params", {}).get("name") if isinstance(message, dict) else None
+        if self.step_up_tool and message.get("method") == "tools/call" and name == self.step_up_tool:
+            needed.add("mcp:write")
+        if not needed <= granted:
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{" ".join(sorted(needed))}", '
+                f'resource_metadata="{metadata}"'
+            )
+            await _json(
+                send, 403, {"error": "insufficient_scope"}, [(b"www-authenticate", challenge.encode())]
+            )
+            return
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.demo(scope, replay, send)
+
+    async def _control(self, method: str, body: bytes, send: Any) -> None:
+        if method == "POST":
+            change = json.loads(body or b"{}")
+            self.auth.refuse_refresh = bool(change.get("refuse_refresh", self.auth.refuse_refresh))
+            self.auth.token_seconds = int(change.get("token_seconds", self.auth.token_seconds))
+            self.step_up_tool = str(change.get("step_up_tool", self.step_up_tool))
+        await _json(
+            send,
+            200,
+            {
+                "refresh_attempts": self.auth.refresh_attempts,
+                "tokens_issued": len(self.auth.tokens),
+                "clients": len(self.auth.clients),
+                "bearers_seen": len(self.bearers_seen),
+                "mcp_requests": self.mcp_requests,
+            },
+        )
+
+
+def _title(headers: dict[str, str]) -> dict[str, str]:
+    return {"Authorization": headers["authorization"]} if "authorization" in headers else {}
+
+
+async def _body(receive: Any) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _respond(
+    send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers or []})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _json(
+    send: Any, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = json.dumps(payload).encode()
+    await _respond(send, status, body, [(b"content-type", b"application/json"), *(headers or [])])
+
+
+async def _consent(send: Any, query: str) -> None:
+    params = dict(parse_qsl(query))
+    client = html.escape(params.get("client_id", ""))
+    page = f"""<!doctype html><title>Authorize</title><h1>Authorize {client}</h1>
+<p>Scopes: <code id="scopes">{html.escape(params.get("scope", ""))}</code></p>
+<form method="post" action="/as/authorize"><input type="hidden" name="query" value="{html.escape(query)}">
+<input type="hidden" name="user" value="alice"><button type="submit" id="approve">Approve</button></form>"""
+    await _respond(send, 200, page.encode(), [(b"content-type", b"text/html; charset=utf-8")])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.oauth.peer")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token-seconds", type=int, default=3600)
+    parser.add_argument("--step-up-tool", default="")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level="WARNING")
+    app = ProtectedDemo(token_seconds=args.token_seconds, step_up_tool=args.step_up_tool)
+    app.bind(f"http://{args.host}:{args.port}")
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
+    server = DemoUvicornServer(config, app.demo, lambda url: print(f"{READY} {url}", flush=True))
+    server.run()
+
+
+if __name__ == "__main__":
+    main()
