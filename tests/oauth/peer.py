@@ -54,7 +54,7 @@ class ProtectedDemo:
         body = await _body(receive)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if path == "/mcp":
-            await self._mcp(scope, body, headers, send)
+            await self._mcp(scope, body, headers, receive, send)
         elif path == "/.well-known/oauth-protected-resource/mcp":
             metadata = {"resource": f"{self.base}/mcp", "authorization_servers": [self.auth.issuer]}
             await _json(send, 200, {**metadata, "scopes_supported": ["mcp:read"]})
@@ -78,7 +78,7 @@ class ProtectedDemo:
         else:
             await _respond(send, 404, b"Not Found")
 
-    async def _mcp(self, scope: Scope, body: bytes, headers: dict[str, str], send: Any) -> None:
+    async def _mcp(self, scope: Scope, body: bytes, headers: dict[str, str], receive: Any, send: Any) -> None:
         self.mcp_requests += 1
         metadata = f"{self.base}/.well-known/oauth-protected-resource/mcp"
         bearer = headers.get("authorization", "")
@@ -108,7 +108,7 @@ class ProtectedDemo:
         async def replay() -> dict[str, Any]:
             nonlocal sent
             if sent:
-                return {"type": "http.disconnect"}
+                return dict(await receive())  # the client going away, for a stream
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
 

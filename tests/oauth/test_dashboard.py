@@ -1,0 +1,187 @@
+"""The dashboard's side of OAuth against a real local authorization server: adding a protected
+server, Connect and the callback (state, iss), encrypted storage, the worker polling with the
+token, refreshing it, losing it (tasks kept) and polling again after a reconnect."""
+
+import asyncio
+
+import httpx
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
+
+from tasksapp import services
+from tasksapp.mcpclient.oauth_flow import GrantState, Tokens
+from tasksapp.models import McpServer, OperatorAction, RemoteTask, ServerAuthorization
+from tasksapp.services.oauth import DbGrantStore, grant_of, oauth_for
+from tests.engine_helpers import run_worker_until
+from tests.oauth.conftest import approve, control
+from tests.peers.launch import RunningPeer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def admin() -> tuple[Client, User]:
+    user = User.objects.create_user("ada", password="pw-for-tests-only")
+    user.groups.add(Group.objects.get(name="admin"))
+    client = Client()
+    client.force_login(user)
+    return client, user
+
+
+def add_protected(protected: RunningPeer, user: User) -> McpServer:
+    return services.server_create(name="guarded", url=protected.url, headers={}, user=user)
+
+
+def connect(client: Client, server: McpServer, *, tamper: str = "") -> httpx.Response | object:
+    """Connect, consent at the authorization server, come back to /oauth/callback."""
+    started = client.post(reverse("tasks:oauth-connect", args=[server.pk]))
+    assert started.status_code == 302, started.content
+    authorization = started["Location"]
+    assert authorization.startswith(server.url.rsplit("/mcp", 1)[0] + "/as/authorize?")
+    back = httpx.URL(approve(authorization))
+    query = back.query.decode() + tamper
+    return client.get(f"{back.path}?{query}")
+
+
+def test_a_protected_server_is_added_and_asks_for_authorization(
+    protected: RunningPeer, admin: tuple[Client, User]
+) -> None:
+    client, user = admin
+    server = add_protected(protected, user)
+    assert server.authorization.state == "needed"
+    page = client.get(reverse("tasks:server-tools", args=[server.pk])).content.decode()
+    assert "This server needs authorization" in page
+    assert 'id="oauth-connect"' in page and ">Connect<" in page
+
+
+def test_connect_consent_callback_stores_the_grant_encrypted(
+    protected: RunningPeer, admin: tuple[Client, User]
+) -> None:
+    client, user = admin
+    server = add_protected(protected, user)
+    done = connect(client, server)
+    assert done.status_code == 302  # type: ignore[attr-defined]
+    auth = ServerAuthorization.objects.get(server=server)
+    assert auth.state == "connected" and auth.granted_by == user
+    grant = grant_of(auth)
+    assert grant.tokens is not None and grant.tokens.refresh_token
+    assert grant.tokens.access_token not in auth.secrets_encrypted  # encrypted at rest
+    assert grant.tokens.refresh_token not in auth.secrets_encrypted
+    server.refresh_from_db()
+    assert server.tools, "discovered with the new token"
+    page = client.get(reverse("tasks:server-tools", args=[server.pk])).content.decode()
+    assert "Authorized" in page and "by ada" in page and "mcp:read" in page
+    assert grant.tokens.access_token not in page
+    actions = set(OperatorAction.objects.filter(server=server).values_list("action", flat=True))
+    assert {"oauth_connect", "oauth_grant"} <= actions
+    audit = str(list(OperatorAction.objects.values_list("detail", flat=True)))
+    assert grant.tokens.access_token not in audit and grant.tokens.refresh_token not in audit
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    ["&state=forged", "&iss=https%3A%2F%2Fevil.example.com"],
+    ids=["foreign-state", "other-issuer"],
+)
+def test_a_callback_with_a_foreign_state_or_issuer_is_refused(
+    protected: RunningPeer, admin: tuple[Client, User], tamper: str
+) -> None:
+    client, user = admin
+    server = add_protected(protected, user)
+    refused = connect(client, server, tamper=tamper)
+    assert refused.status_code == 400  # type: ignore[attr-defined]
+    assert "Authorization failed" in refused.content.decode()  # type: ignore[attr-defined]
+    assert ServerAuthorization.objects.get(server=server).state == "needed"
+    assert grant_of(ServerAuthorization.objects.get(server=server)).tokens is None
+
+
+def test_a_new_url_drops_the_tokens(
+    protected: RunningPeer, demo_server: RunningPeer, admin: tuple[Client, User]
+) -> None:
+    client, user = admin
+    server = add_protected(protected, user)
+    connect(client, server)
+    assert grant_of(ServerAuthorization.objects.get(server=server)).tokens is not None
+    services.server_update(server=server, url=demo_server.url, headers=None, enabled=True, user=user)
+    auth = ServerAuthorization.objects.get(server=server)
+    assert auth.state == "needed" and grant_of(auth) == GrantState() and not auth.secrets
+
+
+def test_a_refresh_someone_else_made_is_taken_not_repeated(
+    protected: RunningPeer, admin: tuple[Client, User]
+) -> None:
+    """Two processes hold the same tokens; one renews (the refresh token rotates). The other,
+    under the lock, finds the stored tokens changed and takes them instead of renewing again."""
+    client, user = admin
+    server = add_protected(protected, user)
+    connect(client, server)
+    provider = oauth_for(server)
+    assert provider is not None
+
+    async def race() -> tuple[Tokens, GrantState, int]:
+        seen = (await DbGrantStore(server.pk).load()).tokens
+        assert seen is not None
+        first = await provider._refresh(seen)
+        attempts = control(protected)["refresh_attempts"]
+        late = await DbGrantStore(server.pk).refresh(seen, _never)
+        await provider.aclose()
+        return first, late, attempts
+
+    first, late, attempts = asyncio.run(race())
+    assert late.tokens == first
+    assert control(protected)["refresh_attempts"] == attempts
+
+
+async def _never(current: GrantState) -> GrantState:
+    raise AssertionError("a second refresh of the same token was attempted")
+
+
+def test_the_worker_polls_with_the_token_refreshes_it_and_waits_for_a_reconnect(
+    protected: RunningPeer, admin: tuple[Client, User]
+) -> None:
+    client, user = admin
+    control(protected, token_seconds=2)
+    try:
+        server = add_protected(protected, user)
+        connect(client, server)
+        started = services.call_start(
+            server=server, tool="slow_count", arguments={"n": 8, "delay": 0.5}, user=user
+        )
+        assert started.task is not None
+        task = started.task
+        refreshes = control(protected)["refresh_attempts"]
+        run_worker_until(
+            lambda: RemoteTask.objects.get(pk=task.pk).status == "completed", timeout=30, listen=False
+        )
+        assert control(protected)["refresh_attempts"] > refreshes, (
+            "the token was refreshed while the task ran"
+        )
+        assert ServerAuthorization.objects.get(server=server).refreshed_at is not None
+
+        # The authorization server stops renewing: the server needs a person, the task is kept.
+        second = services.call_start(
+            server=server, tool="slow_count", arguments={"n": 6, "delay": 0.5}, user=user
+        )
+        assert second.task is not None
+        control(protected, refuse_refresh=True)
+        run_worker_until(
+            lambda: ServerAuthorization.objects.get(server=server).state == "lost", timeout=30, listen=False
+        )
+        kept = RemoteTask.objects.get(pk=second.task.pk)
+        assert kept.status == "working" and not kept.expired
+        for page in (
+            reverse("tasks:server-tools", args=[server.pk]),
+            reverse("tasks:detail", args=[kept.pk]),
+        ):
+            assert "Authorization needed" in client.get(page).content.decode()
+        assert OperatorAction.objects.filter(server=server, action="oauth_lost").exists()
+
+        control(protected, refuse_refresh=False, token_seconds=3600)
+        connect(client, server)  # a person reconnects
+        run_worker_until(
+            lambda: RemoteTask.objects.get(pk=second.task.pk).status == "completed", timeout=30, listen=False
+        )
+    finally:
+        control(protected, token_seconds=3600, refuse_refresh=False)
