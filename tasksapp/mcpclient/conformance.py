@@ -22,15 +22,17 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from tasksapp.mcpclient.client import McpClient
 from tasksapp.mcpclient.errors import McpError
-from tasksapp.mcpclient.oauth import ClientConfig, McpOAuth, MemoryGrantStore, OAuthClient, OAuthError
 from tasksapp.mcpclient.types import InputRequest, InputRequired, JsonObject, Tool
 from tasksapp.mcpclient.wire import ALL_INPUT_KINDS
+
+if TYPE_CHECKING:
+    from tasksapp.mcpclient.oauth import ClientConfig, McpOAuth
 
 MAX_ROUNDS = 10
 CLIENT_INFO: JsonObject = {"name": "mcp-tasks-dashboard-conformance", "version": "0.1.0"}
@@ -137,9 +139,11 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-def oauth_config(scenario: str, context: JsonObject) -> ClientConfig:
+def oauth_config(scenario: str, context: JsonObject) -> "ClientConfig":
     """What an admin would enter for the scenario's server: pre-registered credentials when the
     scenario hands some over, client credentials for the machine-to-machine ones."""
+    from tasksapp.mcpclient.oauth import ClientConfig
+
     machine = scenario.startswith("auth/client-credentials-")
     return ClientConfig(
         redirect_uri=REDIRECT_URI,
@@ -162,6 +166,8 @@ def _opt(context: JsonObject, key: str) -> str | None:
 def browser_that_consents(http: httpx.AsyncClient, redirect_uri: str) -> Callable[[str], Awaitable[str]]:
     """Follow the authorization server's redirects until one lands on our callback URL."""
 
+    from tasksapp.mcpclient.oauth import OAuthError
+
     async def authorize(url: str) -> str:
         for _ in range(MAX_REDIRECTS):
             response = await http.get(url)
@@ -178,21 +184,32 @@ def browser_that_consents(http: httpx.AsyncClient, redirect_uri: str) -> Callabl
     return authorize
 
 
+def _authorized(scenario: str, url: str, context: JsonObject) -> "McpOAuth":
+    """The dashboard's OAuth provider, set up as an admin would for the scenario's server."""
+    from tasksapp.mcpclient.oauth import McpOAuth, MemoryGrantStore, OAuthClient
+
+    config = oauth_config(scenario, context)
+    client = OAuthClient(config)
+    authorize = browser_that_consents(client.http, config.redirect_uri)
+    return McpOAuth(client, MemoryGrantStore(), url, authorize=authorize)
+
+
 async def play(scenario: str, url: str, context: JsonObject, operator: Operator) -> None:
-    """Play one scenario against the suite's server at `url`."""
-    oauth: OAuthClient | None = None
-    auth: McpOAuth | None = None
-    if scenario.startswith("auth/"):
-        config = oauth_config(scenario, context)
-        oauth = OAuthClient(config)
-        authorize = browser_that_consents(oauth.http, config.redirect_uri)
-        auth = McpOAuth(oauth, MemoryGrantStore(), url, authorize=authorize)
-    try:
-        async with McpClient(url, input_kinds=ALL_INPUT_KINDS, client_info=CLIENT_INFO, auth=auth) as client:
-            await SCENARIOS.get(scenario, call_every_tool)(client, operator, context)
-    finally:
-        if oauth is not None:
-            await oauth.aclose()
+    """Play one scenario against the suite's server at `url` (McpClient closes the provider)."""
+    auth = _authorized(scenario, url, context) if scenario.startswith("auth/") else None
+    async with McpClient(url, input_kinds=ALL_INPUT_KINDS, client_info=CLIENT_INFO, auth=auth) as client:
+        await SCENARIOS.get(scenario, call_every_tool)(client, operator, context)
+
+
+class _NoInputOperator:
+    """For the auth/* scenarios, whose one tool takes no arguments and asks nothing: they test
+    authorization, so the dashboard's forms (and Django's start-up) stay out of them."""
+
+    def answer(self, request: InputRequest) -> JsonObject:
+        raise McpError("an auth scenario's server asked for input; nothing to answer with")
+
+    def arguments(self, tool: Tool) -> JsonObject:
+        return {}
 
 
 class _DashboardOperator:
@@ -231,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     try:
-        asyncio.run(play(scenario, args[-1], context, _DashboardOperator()))
+        operator: Operator = _NoInputOperator() if scenario.startswith("auth/") else _DashboardOperator()
+        asyncio.run(play(scenario, args[-1], context, operator))
     except McpError as exc:
         print(f"conformance client: {scenario}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 
 from tasksapp.mcpclient import InputKinds, McpClient, McpError, ProtocolError, Timeouts
+from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import McpServer, OperatorAction, PendingCall, RemoteTask
 
 # The dashboard has people who can answer all four kinds of input request.
@@ -68,7 +69,14 @@ def with_client[T](server: McpServer, action: Callable[[McpClient], Awaitable[T]
         async with client_for(server, auth) as client:
             return await action(client)
 
-    return async_to_sync(run)()
+    try:
+        return async_to_sync(run)()
+    except AuthorizationRequired as exc:
+        if server.pk:  # shown on the server page: Connect, or re-authorize for a wider scope
+            from tasksapp.services.oauth import oauth_mark_needed
+
+            oauth_mark_needed(server_id=server.pk, exc=exc)
+        raise
 
 
 def describe(exc: McpError) -> str:

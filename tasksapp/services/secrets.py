@@ -17,6 +17,10 @@ SECRET_COLUMNS = {
     "InputRequest": ("key_encrypted", "key_hash"),
     "PendingCall": ("request_state_encrypted", None),
 }
+# Models added after migration 0004, which rekeys the ones above with its historical models.
+LATER_SECRET_COLUMNS = {
+    "ServerAuthorization": ("secrets_encrypted", None),  # OAuth tokens and client credentials (0007)
+}
 
 
 @dataclass
@@ -36,13 +40,15 @@ class RekeyReport:
 def secrets_rekey(*, models: dict[str, Any] | None = None) -> RekeyReport:
     """Rewrite every secret not written under the current key, with its fingerprint; a no-op when
     all are current. `models` lets a migration pass its historical models."""
+    columns = SECRET_COLUMNS
     if models is None:
         from tasksapp import models as app_models
 
-        models = {name: getattr(app_models, name) for name in SECRET_COLUMNS}
+        columns = {**SECRET_COLUMNS, **LATER_SECRET_COLUMNS}
+        models = {name: getattr(app_models, name) for name in columns}
     crypto.reset()
     report = RekeyReport()
-    for name, (column, hash_column) in SECRET_COLUMNS.items():
+    for name, (column, hash_column) in columns.items():
         for batch in _batches(models[name], column):
             _rekey_batch(models[name], batch, column, hash_column, report)
     return report

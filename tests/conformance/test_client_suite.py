@@ -12,7 +12,9 @@ from tests.conformance.suite import client_scenarios, params, run_client, verdic
 pytestmark = pytest.mark.conformance
 
 
-@pytest.mark.parametrize("scenario", params(client_scenarios(), "client"))
+@pytest.mark.parametrize(
+    "scenario", params([s for s in client_scenarios() if not s.startswith("auth/")], "client")
+)
 def test_client_passes(scenario: str) -> None:
     problem = verdict(run_client(scenario), "client")
     assert problem is None, problem

@@ -9,6 +9,7 @@ with its own authorization server (tests/oauth/authserver.py), on one loopback p
   whose Approve button a person (or a browser test) clicks.
 - /_control (GET: counters; POST JSON: refuse_refresh, token_seconds, step_up_tool) lets a test
   make the authorization server refuse refreshes or issue short-lived tokens, as a real one would.
+- --no-listen refuses subscriptions/listen, so a client polls (and so needs fresh tokens).
 """
 
 import argparse
@@ -28,7 +29,8 @@ Scope = dict[str, Any]
 
 
 class ProtectedDemo:
-    def __init__(self, *, token_seconds: int, step_up_tool: str) -> None:
+    def __init__(self, *, token_seconds: int, step_up_tool: str, listen: bool = True) -> None:
+        self.listen = listen
         self.demo = create_app(poll_interval_ms=500)
         self.base = ""
         self.server: LocalAuthorizationServer | None = None
@@ -92,6 +94,14 @@ class ProtectedDemo:
         needed = {"mcp:read"}
         message = json.loads(body or b"{}")
         name = message.get("params", {}).get("name") if isinstance(message, dict) else None
+        if not self.listen and message.get("method") == "subscriptions/listen":
+            refusal = {
+                "jsonrpc": "2.0",
+                "id": message.get("id"),
+                "error": {"code": -32601, "message": "no push here"},
+            }
+            await _json(send, 200, refusal)
+            return
         if self.step_up_tool and message.get("method") == "tools/call" and name == self.step_up_tool:
             needed.add("mcp:write")
         if not needed <= granted:
@@ -176,9 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token-seconds", type=int, default=3600)
     parser.add_argument("--step-up-tool", default="")
+    parser.add_argument("--no-listen", action="store_true", help="refuse subscriptions/listen: clients poll")
     args = parser.parse_args(argv)
     logging.basicConfig(level="WARNING")
-    app = ProtectedDemo(token_seconds=args.token_seconds, step_up_tool=args.step_up_tool)
+    app = ProtectedDemo(
+        token_seconds=args.token_seconds, step_up_tool=args.step_up_tool, listen=not args.no_listen
+    )
     app.bind(f"http://{args.host}:{args.port}")
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
     server = DemoUvicornServer(config, app.demo, lambda url: print(f"{READY} {url}", flush=True))

@@ -185,3 +185,26 @@ def test_the_worker_polls_with_the_token_refreshes_it_and_waits_for_a_reconnect(
         )
     finally:
         control(protected, token_seconds=3600, refuse_refresh=False)
+
+
+def test_rekey_rewrites_the_oauth_secrets(settings: object, demo_server: RunningPeer) -> None:
+    from tasksapp import crypto
+    from tasksapp.services.secrets import secrets_rekey
+
+    old, new = "old-key-" + "k" * 50, "new-key-" + "n" * 50
+    settings.DASHBOARD_ENCRYPTION_KEY, settings.DASHBOARD_ENCRYPTION_KEY_FALLBACKS = old, []  # type: ignore[attr-defined]
+    crypto.reset()
+    try:
+        server = McpServer.objects.create(name="s", url=demo_server.url)
+        auth = ServerAuthorization(server=server)
+        auth.secrets = {"client_secret": "s3cret-value"}
+        auth.save()
+        settings.DASHBOARD_ENCRYPTION_KEY, settings.DASHBOARD_ENCRYPTION_KEY_FALLBACKS = new, [old]  # type: ignore[attr-defined]
+        crypto.reset()
+        assert not crypto.is_current(ServerAuthorization.objects.get(pk=auth.pk).secrets_encrypted)
+        assert secrets_rekey().rewritten == 1
+        stored = ServerAuthorization.objects.get(pk=auth.pk)
+        assert crypto.is_current(stored.secrets_encrypted)
+        assert stored.secrets == {"client_secret": "s3cret-value"}
+    finally:
+        crypto.reset()
