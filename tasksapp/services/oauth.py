@@ -194,12 +194,13 @@ def oauth_mark_needed(*, server_id: int, exc: AuthorizationRequired) -> None:
     state = {"insufficient_scope": State.STEP_UP, "refresh_failed": State.LOST}.get(exc.need, State.NEEDED)
     with transaction.atomic():
         auth, _ = ServerAuthorization.objects.select_for_update().get_or_create(server_id=server_id)
-        if auth.state == State.CONNECTED and state == State.NEEDED:
-            state = State.LOST
+        if state == State.NEEDED and auth.state in (State.CONNECTED, State.LOST):
+            state = State.LOST  # it had a grant: say so, and keep the first reason given
         changed = auth.state != state
-        auth.state, auth.note = state, str(exc)[:2000]
-        auth.wanted_scope = " ".join(exc.scope)[:2000]
-        auth.save()
+        if changed:
+            auth.state, auth.note = state, str(exc)[:2000]
+            auth.wanted_scope = " ".join(exc.scope)[:2000]
+            auth.save()
         if changed and state != State.NEEDED:
             audit(
                 None, "oauth_lost", server=auth.server, ok=False, detail={"state": state, "reason": str(exc)}

@@ -9,6 +9,7 @@ from tests.peers.launch import ROOT
 def test_mcpclient_imports_nothing_from_django() -> None:
     probe = (
         "import sys, tasksapp.mcpclient, tasksapp.mcpclient.cli, tasksapp.mcpclient.conformance;"
+        "import tasksapp.mcpclient.oauth;"
         "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'));"
         "print(bad); sys.exit(1 if bad else 0)"
     )
