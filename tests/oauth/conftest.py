@@ -10,13 +10,22 @@ import pytest
 from tests.oauth.peer import READY
 from tests.peers.launch import RunningPeer, running
 
+MACHINE, SECRET = "reporting-bot", "bot-secret-7f3a9c2e"
+
 
 @pytest.fixture(scope="module")
 def protected() -> Iterator[RunningPeer]:
     """Module-scoped: tests that change the authorization server's behaviour set it back."""
-    with running(
-        "oauth-peer", [sys.executable, "-m", "tests.oauth.peer", "--step-up-tool", "greet"], READY
-    ) as peer:
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.oauth.peer",
+        "--step-up-tool",
+        "greet",
+        "--client",
+        f"{MACHINE}:{SECRET}",
+    ]
+    with running("oauth-peer", argv, READY) as peer:
         yield peer
 
 

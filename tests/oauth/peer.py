@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl
 import uvicorn
 
 from tasksapp.demoserver.server import DemoUvicornServer, create_app
-from tests.oauth.authserver import LocalAuthorizationServer
+from tests.oauth.authserver import Client, LocalAuthorizationServer
 
 READY = "oauth peer listening on"
 Scope = dict[str, Any]
@@ -187,12 +187,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token-seconds", type=int, default=3600)
     parser.add_argument("--step-up-tool", default="")
     parser.add_argument("--no-listen", action="store_true", help="refuse subscriptions/listen: clients poll")
+    parser.add_argument(
+        "--client", default="", help="ID:SECRET of a pre-registered client (client credentials)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level="WARNING")
     app = ProtectedDemo(
         token_seconds=args.token_seconds, step_up_tool=args.step_up_tool, listen=not args.no_listen
     )
     app.bind(f"http://{args.host}:{args.port}")
+    if args.client:
+        client_id, _, secret = args.client.partition(":")
+        app.auth.clients[client_id] = Client(
+            client_id, secret, [], "client_secret_basic", ["client_credentials"]
+        )
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
     server = DemoUvicornServer(config, app.demo, lambda url: print(f"{READY} {url}", flush=True))
     server.run()

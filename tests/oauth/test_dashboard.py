@@ -208,3 +208,30 @@ def test_rekey_rewrites_the_oauth_secrets(settings: object, demo_server: Running
         assert stored.secrets == {"client_secret": "s3cret-value"}
     finally:
         crypto.reset()
+
+
+def test_a_machine_client_uses_client_credentials_with_its_secret_kept_hidden(
+    protected: RunningPeer, admin: tuple[Client, User]
+) -> None:
+    from tests.oauth.conftest import MACHINE, SECRET
+
+    client, user = admin
+    server = add_protected(protected, user)
+    settings_url = reverse("tasks:oauth-settings", args=[server.pk])
+    form = {
+        "grant_type": "client_credentials",
+        "client_id": MACHINE,
+        "client_secret": SECRET,
+        "private_key": "",
+    }
+    assert client.post(settings_url, form).status_code == 302
+    page = client.get(settings_url).content.decode()
+    assert SECRET not in page and "/oauth/callback" in page
+    services.server_refresh(server=server, user=user)  # a 401, then the client credentials grant
+    auth = ServerAuthorization.objects.get(server=server)
+    assert auth.state == "connected" and auth.scope == "mcp:read"
+    assert SECRET not in auth.secrets_encrypted and grant_of(auth).registration is not None
+    server.refresh_from_db()
+    assert server.tools
+    audit = str(list(OperatorAction.objects.filter(action="oauth_settings").values_list("detail", flat=True)))
+    assert MACHINE in audit and SECRET not in audit
