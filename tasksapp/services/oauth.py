@@ -74,11 +74,13 @@ def worker_oauth(server: McpServer) -> tuple[ClientConfig | None, tuple[object, 
     auth = getattr(server, "authorization", None)
     if auth is None or "authorization" in {name.lower() for name in server.headers}:
         return None, ()
-    signature = (auth.state, auth.granted_at, auth.client_id, auth.grant_type)
+    signature: tuple[object, ...] = (auth.state, auth.granted_at, auth.client_id, auth.grant_type)
     try:
-        return client_config(auth), signature
+        config = client_config(auth)
     except crypto.SecretUnreadable:
         return None, signature
+    # A new secret or key takes effect at once (hashed: the signature is compared, never shown).
+    return config, (*signature, hash((config.client_secret, config.private_key)))
 
 
 def worker_auth(server_id: int, url: str, config: ClientConfig) -> McpOAuth:
