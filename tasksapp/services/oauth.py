@@ -219,7 +219,7 @@ def oauth_forget(*, server: McpServer, user: Any = None, reason: str = "") -> No
     auth.secrets, auth.client_id = {}, ""
     auth.state, auth.note = State.NEEDED, reason
     auth.pending_state_hash, auth.scope, auth.issuer = "", "", ""
-    auth.granted_at = auth.granted_by = auth.expires_at = auth.refreshed_at = None  # type: ignore[assignment]
+    auth.granted_at = auth.granted_by = auth.expires_at = auth.refreshed_at = None
     auth.save()
     audit(user, "oauth_disconnect", server=server, detail={"reason": reason or "removed by a person"})
     events.publish_server_changed(server.pk)

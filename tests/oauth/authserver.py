@@ -141,7 +141,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
         )
 
     def query_authorization_code(self, code: str, client: Client) -> Code | None:
-        found = self.server.codes.get(code)
+        found: Code | None = self.server.codes.get(code)
         if found and found.client_id == client.client_id and time.time() - found.created < 300:
             return found
         return None
@@ -160,7 +160,7 @@ class RefreshGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
 
     def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
         self.server.refresh_attempts += 1
-        token = self.server.by_refresh.get(refresh_token)
+        token: Token | None = self.server.by_refresh.get(refresh_token)
         if token is None or token.revoked or self.server.refuse_refresh:
             return None
         return token

@@ -165,11 +165,12 @@ def test_the_worker_polls_with_the_token_refreshes_it_and_waits_for_a_reconnect(
             server=server, tool="slow_count", arguments={"n": 6, "delay": 0.5}, user=user
         )
         assert second.task is not None
+        second_pk = second.task.pk
         control(protected, refuse_refresh=True)
         run_worker_until(
             lambda: ServerAuthorization.objects.get(server=server).state == "lost", timeout=30, listen=False
         )
-        kept = RemoteTask.objects.get(pk=second.task.pk)
+        kept = RemoteTask.objects.get(pk=second_pk)
         assert kept.status == "working" and not kept.expired
         for page in (
             reverse("tasks:server-tools", args=[server.pk]),
@@ -181,7 +182,7 @@ def test_the_worker_polls_with_the_token_refreshes_it_and_waits_for_a_reconnect(
         control(protected, refuse_refresh=False, token_seconds=3600)
         connect(client, server)  # a person reconnects
         run_worker_until(
-            lambda: RemoteTask.objects.get(pk=second.task.pk).status == "completed", timeout=30, listen=False
+            lambda: RemoteTask.objects.get(pk=second_pk).status == "completed", timeout=30, listen=False
         )
     finally:
         control(protected, token_seconds=3600, refuse_refresh=False)
