@@ -211,6 +211,9 @@ MCP_BACKOFF_BASE_MS = env_int("MCP_BACKOFF_BASE_MS", 1000, minimum=10)
 MCP_BACKOFF_MAX_MS = env_int("MCP_BACKOFF_MAX_MS", 300000, minimum=10)
 MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
 MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
+# A task's timeline: message-only changes within this window fold into one event; at most this many.
+MCP_TIMELINE_COALESCE_MS = env_int("MCP_TIMELINE_COALESCE_MS", 1000, minimum=0)
+MCP_TIMELINE_MAX_EVENTS = env_int("MCP_TIMELINE_MAX_EVENTS", 1000, minimum=10)
 MCP_LISTEN_ACK_TIMEOUT_MS = env_int("MCP_LISTEN_ACK_TIMEOUT_MS", 10000, minimum=100)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # What a server's tools/list may store (docs/security.md): the rest is left out, and the server page says so.

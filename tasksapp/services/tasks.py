@@ -17,6 +17,7 @@ from tasksapp.mcpclient import (
 )
 from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
 from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+from tasksapp.services.timeline import timeline_record
 
 MAX_STATUS_MESSAGE = 4000
 Fingerprint = tuple[str, str, int | None, int | None, tuple[str, ...]]
@@ -33,6 +34,7 @@ _SNAPSHOT_FIELDS = [
     "raw",
     "last_seen_at",
     "last_seen_via",
+    "last_confirmed_at",
     "result",
     "is_tool_error",
     "error",
@@ -51,7 +53,7 @@ def task_create(
         _copy_snapshot(task, snapshot, "create")
         task.save()
         _sync_input_requests(task, snapshot)
-        _record_event(task, "create")
+        timeline_record(task=task, source="create", message_only=False)
         events.publish_task_changed(task.pk, inbox=isinstance(snapshot, InputRequiredTask))
     return task
 
@@ -92,6 +94,7 @@ def task_apply_snapshot(*, task: RemoteTask, snapshot: DetailedTask, source: str
             bounded_message(snapshot.status_message),
         )
         inputs_before = task.status == "input_required"
+        same_status = task.status == snapshot.status
         _copy_snapshot(task, snapshot, source)
         task.last_error = ""
         task.save(update_fields=_SNAPSHOT_FIELDS)
@@ -99,7 +102,7 @@ def task_apply_snapshot(*, task: RemoteTask, snapshot: DetailedTask, source: str
             task, snapshot
         )
         if status_changed:
-            _record_event(task, source)
+            timeline_record(task=task, source=source, message_only=same_status)
         events.publish_task_changed(
             task.pk, inbox=inputs_changed or inputs_before != (snapshot.status == "input_required")
         )
@@ -230,7 +233,7 @@ def _copy_snapshot(task: RemoteTask, snapshot: DetailedTask, source: str) -> Non
     task.remote_updated_at = _parse_time(snapshot.last_updated_at)
     task.ttl_ms, task.poll_interval_ms = snapshot.ttl_ms, snapshot.poll_interval_ms
     task.raw = {k: v for k, v in snapshot.raw.items() if k not in _SECRET_KEYS}
-    task.last_seen_at, task.last_seen_via = now, source
+    task.last_seen_at, task.last_seen_via, task.last_confirmed_at = now, source, now
     if isinstance(snapshot, CompletedTask):
         task.result, task.is_tool_error = snapshot.result.raw, snapshot.result.is_error
     if isinstance(snapshot, FailedTask):
@@ -262,16 +265,6 @@ def _sync_input_requests(task: RemoteTask, snapshot: DetailedTask) -> bool:
 
 def _close_open_inputs(task: RemoteTask) -> None:
     task.input_requests.filter(state="open").update(state="gone", closed_at=timezone.now())
-
-
-def _record_event(task: RemoteTask, source: str) -> None:
-    TaskEvent.objects.create(
-        task=task,
-        status=task.status,
-        status_message=task.status_message,
-        source=source,
-        remote_updated_at=task.updated_at_raw,
-    )
 
 
 def _parse_time(value: str) -> datetime | None:

@@ -20,10 +20,13 @@ IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 AUDIO_TYPES = {"audio/wav", "audio/x-wav", "audio/mpeg", "audio/ogg", "audio/webm"}
 
 
-def task_context(task: RemoteTask, user: Any) -> dict[str, Any]:
+TIMELINE_PAGE = 50
+
+
+def task_context(task: RemoteTask, user: Any, *, show: int = TIMELINE_PAGE) -> dict[str, Any]:
     return {
         "task": task,
-        "events": list(task.events.all()),
+        **timeline(task, show),
         "inputs": [input_view(request) for request in task.input_requests.filter(state="open")],
         "blocks": content_blocks(task.result),
         "structured": pretty(task.result.get("structuredContent")) if isinstance(task.result, dict) else None,
@@ -31,6 +34,19 @@ def task_context(task: RemoteTask, user: Any) -> dict[str, Any]:
         "raw_json": pretty({**task.raw, "result": task.result, "error": task.error}),
         "arguments_json": pretty(task.arguments),
         **roles_of(user),
+    }
+
+
+def timeline(task: RemoteTask, show: int) -> dict[str, Any]:
+    """The latest `show` events, oldest first, and how many older ones the page leaves out."""
+    show = max(TIMELINE_PAGE, show)
+    latest = list(task.events.order_by("-observed_at", "-id")[:show])
+    hidden = task.events.count() - len(latest) if len(latest) == show else 0
+    return {
+        "events": latest[::-1],
+        "events_hidden": hidden,
+        "events_more": show + min(hidden, TIMELINE_PAGE),
+        "events_next": min(hidden, TIMELINE_PAGE),
     }
 
 

@@ -87,10 +87,14 @@ def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return page(
         request,
         "tasksapp/task_detail.html",
-        task_context(task, request.user),
+        task_context(task, request.user, show=_number(request.GET.get("show"))),
         nav="tasks",
         live={"page": "task", "task": str(task.pk)},
     )
+
+
+def _number(text: str | None) -> int:
+    return int(text) if text and text.isdigit() and len(text) < 7 else 0
 
 
 @require(CANCEL)
