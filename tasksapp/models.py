@@ -114,6 +114,10 @@ def _server_large(prefix: str) -> list[str]:
     return [prefix + column for column in LARGE_SERVER_COLUMNS]
 
 
+# An active task whose server is failing (or disabled) shows what the server said last, unconfirmed.
+STALE = Q(server__consecutive_failures__gt=0) | Q(server__enabled=False)
+
+
 class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
     def active(self) -> "RemoteTaskQuerySet":
         """Tasks the worker must keep watching: not terminal, not expired, server enabled."""
@@ -155,6 +159,8 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
             return self.exclude(status__in=TERMINAL).filter(cancel_requested_at__isnull=False, expired=False)
         if status == "active":
             return self.exclude(status__in=TERMINAL).filter(expired=False)
+        if status == "stale":
+            return self.exclude(status__in=TERMINAL).filter(STALE, expired=False)
         return self.filter(status=status, expired=False)
 
 
@@ -237,6 +243,15 @@ class RemoteTask(models.Model):
         if self.ttl_ms is None or self.remote_created_at is None:
             return None
         return self.remote_created_at + timedelta(milliseconds=self.ttl_ms)
+
+    @property
+    def stale_since(self) -> datetime | None:
+        """For an active task whose server is failing or disabled: since when nothing confirmed it."""
+        if self.is_terminal or self.expired:
+            return None
+        if self.server.enabled and not self.server.consecutive_failures:
+            return None
+        return self.last_confirmed_at or self.last_seen_at or self.created_at
 
     @property
     def display_status(self) -> str:

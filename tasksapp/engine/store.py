@@ -127,6 +127,17 @@ def renew(worker: str, ids: set[int]) -> set[int]:
     return kept
 
 
+def confirm(ids: set[int], at: datetime) -> None:
+    """Record that the server vouched for these tasks (a poll or push succeeded), changed or not.
+
+    One UPDATE per chunk each heartbeat, never one per poll: `last_confirmed_at` is exact to
+    within a heartbeat (5 s at most); a change writes it at once through the services.
+    """
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), ID_CHUNK):
+        RemoteTask.objects.filter(id__in=ordered[start : start + ID_CHUNK]).update(last_confirmed_at=at)
+
+
 def adopt(worker: str) -> set[int]:
     """At start: the active tasks a predecessor under the same name still holds, leased anew.
 

@@ -89,6 +89,7 @@ class Worker:
         self._adopted = False
         self._db_failures = 0
         self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
+        self._confirmed: set[int] = set()  # polled or pushed since the last heartbeat
 
     # --- the steps ------------------------------------------------------------------------
 
@@ -211,6 +212,7 @@ class Worker:
                 if now >= next_beat:
                     next_beat = now + self.heartbeat_seconds
                     await self.beat()
+                    await self.flush_confirmed()
                     await db(services.input_resend_stuck)(older_than_seconds=60)
                 if now >= next_refresh:
                     next_refresh = now + self.refresh_seconds
@@ -221,6 +223,16 @@ class Worker:
             except Exception:  # the loop boundary: a database hiccup must not stop the worker
                 log.exception("worker %s: housekeeping failed; retrying", self.name)
             await asyncio.sleep(max(0.05, min(next_beat, next_refresh) - time.monotonic()))
+
+    async def flush_confirmed(self) -> None:
+        """Write when the tasks polled or pushed since the last flush were last confirmed."""
+        confirmed, self._confirmed = self._confirmed, set()
+        if confirmed:
+            try:
+                await db(store.confirm)(confirmed, timezone.now())
+            except BaseException:
+                self._confirmed |= confirmed  # try again at the next beat
+                raise
 
     def stop(self) -> None:
         self._stop.set()
@@ -234,6 +246,7 @@ class Worker:
         await asyncio.gather(*self._in_flight, return_exceptions=True)
         for server in self.servers.values():
             await server.client.aclose()
+        await self.flush_confirmed()
         await db(store.release)(self.name)
         await db(store.heartbeat_stop)(self.name)
 
@@ -270,6 +283,7 @@ class Worker:
                 task.ttl_deadline = _deadline(snapshot)
         task.poll_interval_ms = snapshot.poll_interval_ms
         task.errors = 0
+        self._confirmed.add(task.pk)
         if snapshot.is_terminal:
             self.forget(task.pk)
             await db(store.release)(self.name, [task.pk])

@@ -18,7 +18,7 @@ from django.utils import timezone
 from tasksapp import crypto, events
 from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
 from tasksapp.mcpclient.oauth import AuthorizationRequired
-from tasksapp.models import McpServer
+from tasksapp.models import McpServer, RemoteTask
 from tasksapp.services import oauth
 from tasksapp.services.common import NotAllowed, RemoteFailed, ServiceError, audit, describe, with_client
 
@@ -202,23 +202,48 @@ def server_refresh(*, server: McpServer, user: Any = None) -> McpServer:
 def server_record_success(*, server_id: int, now: datetime) -> None:
     """Clear a failure streak; refresh last_success_at at most every 30 s (this runs per poll)."""
     stale = now - timedelta(seconds=30)
-    updated = (
-        McpServer.objects.filter(pk=server_id)
-        .filter(_failing_or_stale(stale))
-        .update(last_success_at=now, consecutive_failures=0, backoff_until=None)
-    )
-    if updated:
-        events.publish_server_changed(server_id)
+    with transaction.atomic():
+        recovered = McpServer.objects.filter(pk=server_id, failing_since__isnull=False).update(
+            failing_since=None
+        )
+        updated = (
+            McpServer.objects.filter(pk=server_id)
+            .filter(_failing_or_stale(stale))
+            .update(last_success_at=now, consecutive_failures=0, backoff_until=None)
+        )
+        if updated or recovered:
+            events.publish_server_changed(server_id)
+        if recovered:
+            _publish_active_tasks(server_id)  # their "stale" marks go
 
 
 def server_record_failure(*, server_id: int, error: str, failures: int, backoff_until: datetime) -> None:
-    McpServer.objects.filter(pk=server_id).update(
-        last_error=error[:2000],
-        last_error_at=timezone.now(),
-        consecutive_failures=failures,
-        backoff_until=backoff_until,
-    )
-    events.publish_server_changed(server_id)
+    now = timezone.now()
+    with transaction.atomic():
+        began = McpServer.objects.filter(pk=server_id, failing_since__isnull=True).update(failing_since=now)
+        McpServer.objects.filter(pk=server_id).update(
+            last_error=error[:2000],
+            last_error_at=now,
+            consecutive_failures=failures,
+            backoff_until=backoff_until,
+        )
+        events.publish_server_changed(server_id)
+        if began:
+            _publish_active_tasks(server_id)  # open pages mark them stale
+
+
+STALE_PUBLISH_LIMIT = 500
+
+
+def _publish_active_tasks(server_id: int) -> None:
+    """Re-render the newest active tasks of a server whose health flipped (the ones on screen).
+
+    Bounded: a server with thousands of tasks must not flood every page; older rows show their
+    mark on the next reload or change.
+    """
+    active = RemoteTask.objects.active().filter(server_id=server_id).order_by("-id")
+    for task_id in active.values_list("id", flat=True)[:STALE_PUBLISH_LIMIT]:
+        events.publish_task_changed(task_id)
 
 
 def server_set_listen_support(*, server_id: int, supported: bool) -> None:

@@ -8,7 +8,7 @@ from django.db.models.functions import TruncHour
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from tasksapp.models import TERMINAL, McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp.models import STALE, TERMINAL, McpServer, RemoteTask, WorkerHeartbeat
 from tasksapp.permissions import VIEW, require
 from tasksapp.views.common import page
 
@@ -25,6 +25,7 @@ TILES = [
     ("failed", "failed", Q(status="failed")),
     ("cancelled", "cancelled", Q(status="cancelled")),
     ("expired", "expired", Q(expired=True)),
+    ("stale", "stale (server failing or off)", STALE & Q(expired=False) & ~Q(status__in=TERMINAL)),
 ]
 
 
@@ -48,8 +49,9 @@ def overview_context() -> dict[str, Any]:
 
 
 def status_tiles() -> list[dict[str, Any]]:
-    counts = RemoteTask.objects.aggregate(**{key: Count("id", filter=cond) for key, _, cond in TILES})
-    return [{"key": key, "label": label, "count": counts[key]} for key, label, _ in TILES]
+    # Aliases apart from field names: a tile's filter may use `expired` after the "expired" tile.
+    counts = RemoteTask.objects.aggregate(**{f"n_{key}": Count("id", filter=cond) for key, _, cond in TILES})
+    return [{"key": key, "label": label, "count": counts[f"n_{key}"]} for key, label, _ in TILES]
 
 
 def hourly_chart(now: Any) -> dict[str, Any]:

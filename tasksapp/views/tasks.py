@@ -23,6 +23,7 @@ STATUS_FILTERS = [
     ("cancelled", "cancelled"),
     ("cancel_requested", "cancel requested"),
     ("expired", "expired"),
+    ("stale", "stale (server failing or off)"),
 ]
 SORTS = {"created": "created_at", "status": "status", "tool": "tool_name", "server": "server__name"}
 # The pager's words: "older" and "newer" only when the list is sorted by age.
