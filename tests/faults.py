@@ -41,13 +41,15 @@ class OutageProxy:
             self._server = await asyncio.start_server(self._pipe, "127.0.0.1", self.port, reuse_address=True)
 
     async def _stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        # Cut open connections before waiting: wait_closed() waits for them (a listen stream never ends).
         for writer in list(self._writers):
             writer.transport.abort()
         self._writers.clear()
+        if server is not None:
+            await server.wait_closed()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
