@@ -5,6 +5,7 @@ summary of the ones removed, and its page shows the latest 50 with a plain "show
 import re
 from datetime import timedelta
 from itertools import pairwise
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -35,6 +36,7 @@ def test_a_status_flood_makes_at_most_one_event_a_second(demo_registered: McpSer
     task = counted(demo_registered, 300, delay=0.005)  # 300 messages, pushed as fast as they come
     events = message_events(task)
     task.refresh_from_db()
+    assert task.finished_at is not None
     span = (task.finished_at - task.created_at).total_seconds()
     assert len(events) <= span + 2, [(e.observed_at, e.status_message, e.merged) for e in events]
     assert all(b.observed_at - a.observed_at >= timedelta(seconds=1) for a, b in pairwise(events))
@@ -85,7 +87,7 @@ def test_the_page_shows_the_latest_50_events_and_older_ones_on_request(
     assert "created" in everything["items"][0] or "Create" in everything["items"][0]
 
 
-def timeline_items(html: str) -> dict:
+def timeline_items(html: str) -> dict[str, Any]:
     section = html[html.index('id="task-timeline"') :]
     section = section[: section.index("</section>")]
     older = re.search(r'href="(\?show=\d+#task-timeline)"', section)

@@ -50,6 +50,7 @@ def timeline_trim(*, task: RemoteTask) -> int:
     if total <= cap:
         return 0
     first = events.order_by("observed_at", "id").values_list("id", flat=True).first()
+    assert first is not None  # total > cap >= 10
     summary = events.filter(source=TaskEvent.Source.TRIMMED).first()
     kept_after = max(1, cap * 9 // 10 - 2)  # besides the first event and the summary
     older = events.exclude(pk=first).exclude(source=TaskEvent.Source.TRIMMED).order_by("observed_at", "id")
