@@ -1,5 +1,6 @@
 """Plain-JSON views of the mirror, for the command line and downloads. Values stay as servers sent them."""
 
+from datetime import datetime
 from typing import Any
 
 from tasksapp.models import McpServer, PendingCall, RemoteTask
@@ -27,6 +28,9 @@ def task_json(task: RemoteTask, *, events: bool = True) -> dict[str, Any]:
         "inputRequests": open_inputs,
         "cancelRequested": task.cancel_requested_at is not None,
         "expired": task.expired,
+        "lastChangedAt": _iso(task.last_seen_at),  # the dashboard's clock, as the next two
+        "lastConfirmedAt": _iso(task.last_confirmed_at),
+        "staleSince": _iso(task.stale_since),  # set while the server is failing or disabled
     }
     if events:
         data["events"] = [
@@ -35,10 +39,16 @@ def task_json(task: RemoteTask, *, events: bool = True) -> dict[str, Any]:
                 "statusMessage": event.status_message or None,
                 "source": event.source,
                 "observedAt": event.observed_at.isoformat(),
+                "merged": event.merged,  # messages this event stands for besides its own
+                "note": event.note or None,
             }
             for event in task.events.all()
         ]
     return data
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
 
 
 def task_row_json(task: RemoteTask) -> dict[str, Any]:

@@ -2,12 +2,16 @@
 kept apart from "last changed", and while a server is failing its active tasks are marked stale,
 with since when, on the task list, the task's page and the overview."""
 
+import json
 from datetime import timedelta
+from io import StringIO
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -81,11 +85,21 @@ def test_a_failing_servers_active_tasks_are_marked_stale_everywhere_until_it_rec
         assert '<b>1</b>stale' in shown["overview"]
         only_stale = client.get(reverse("tasks:list"), {"status": "stale"}).content.decode()
         assert f"task-row-{task.pk}" in only_stale
+        assert row.last_confirmed_at is not None
+        assert shown_json(task)["staleSince"] == row.last_confirmed_at.isoformat()
         proxy.up()
         run_worker_until(lambda: McpServer.objects.get(pk=server.pk).consecutive_failures == 0, listen=False)
         assert McpServer.objects.get(pk=server.pk).failing_since is None
         assert all("stale-flag" not in html for html in pages(client, task).values())
+        assert shown_json(task)["staleSince"] is None
         services.task_cancel(task=task, user=None)
+
+
+def shown_json(task: RemoteTask) -> dict[str, Any]:
+    out = StringIO()
+    call_command("tasks", "show", str(task.pk), "--json", stdout=out)
+    data: dict[str, Any] = json.loads(out.getvalue())
+    return data
 
 
 def pages(client: Client, task: RemoteTask) -> dict[str, str]:

@@ -80,8 +80,12 @@ def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.F
         "inputRequests",
         "cancelRequested",
         "expired",
+        "lastChangedAt",
+        "lastConfirmedAt",
+        "staleSince",
         "events",
     } == set(final)
+    assert final["staleSince"] is None and final["lastConfirmedAt"] >= final["lastChangedAt"]
     listed = cli("tasks", "list", "--status", "completed", "--server", server.name)
     assert [row["id"] for row in listed] == [task_id]
 
