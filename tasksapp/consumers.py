@@ -149,8 +149,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if items is None:
             await self.send(text_data=frames.reload_hint([pages.RELOAD_REGION]))
             return
+        asked = time.monotonic()  # a render from before this moment may predate what changed
         for item in items:
-            self.pending[item] = self.joined
+            self.pending[item] = max(self.pending.get(item, asked), asked)
         if self.pending and (self.flushing is None or self.flushing.done()):
             self.flushing = asyncio.create_task(self._flush_soon())
 
