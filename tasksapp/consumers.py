@@ -34,7 +34,7 @@ LIFETIME = 4408  # the socket lived LIVE_SOCKET_MAX_SECONDS: app.js reconnects a
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     groups: list[str]
-    _overview_due: asyncio.Task[None] | None
+    view: pages.LivePage
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -46,10 +46,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self.close(code=REFUSED)
             return
         roles = await database_sync_to_async(pages.audience)(user)
-        self.view = pages.page_for(page, params, roles, _since(params.get("since", "")))
-        if self.view is None:
+        view = pages.page_for(page, params, roles, _since(params.get("since", "")))
+        if view is None:
             await self.close(code=REFUSED)
             return
+        self.view = view
         self.user_pk = user.pk
         self.session_key = session_key_of(self.scope)
         self.pending: dict[pages.Item, float] = {}

@@ -39,7 +39,7 @@ def _secure(scope: dict[str, Any], headers: dict[bytes, str]) -> bool:
     proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
     if proxy:  # ("HTTP_X_FORWARDED_PROTO", "https"): the TLS-terminating proxy says so
         name = proxy[0].removeprefix("HTTP_").replace("_", "-").lower().encode()
-        return headers.get(name, "").split(",")[0].strip() == proxy[1]
+        return bool(headers.get(name, "").split(",")[0].strip() == proxy[1])
     return False
 
 
