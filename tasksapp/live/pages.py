@@ -55,7 +55,10 @@ class LivePage:
 
     def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime) -> None:
         self.roles = roles
-        self.flags = dict(roles)
+        # What every fragment's context carries: the role's flags, and no CSRF token, so
+        # {% csrf_token %} renders nothing. (Django's "NOTPROVIDED" marker would say so silently,
+        # but Django 6.1's format_html("") raises on it; the DEBUG-only warning is harmless.)
+        self.flags: dict[str, object] = dict(roles)
         self.page_since = page_since  # when the page (or the previous socket) was last in step
         self.coalesce = settings.LIVE_COALESCE_SECONDS
 

@@ -126,3 +126,17 @@ def test_a_section_over_the_frame_cap_is_fetched_and_the_socket_stays_up(
     assert any("task-result" in hint.split() for hint in hints), hints
     assert sizes and max(sizes) <= FRAME_CAP, max(sizes)
     assert page.locator("#task-card h1").inner_text().startswith(f"Task #{pk}")
+
+
+def test_a_question_pushed_into_an_open_inbox_can_be_answered_there(logged_in: Callable[..., Page]) -> None:
+    """Pushed forms carry no CSRF token; app.js gives them the page's own when submitted."""
+    starter, answerer = logged_in(), logged_in(OPERATOR)
+    answerer.goto("/inbox/")
+    expect_live(answerer)
+    pk = run_tool(starter, "reference", "ask_form", delay=0.2)
+    question = answerer.locator(f"#inbox-task-{pk} .input-request")
+    expect(question).to_contain_text("Please fill in your contact details.")
+    assert question.locator("input[name=csrfmiddlewaretoken]").count() == 0  # arrived over the socket
+    question.get_by_role("button", name="Decline").click()
+    expect(answerer.locator(".messages")).to_contain_text(f"Answer sent to reference for task #{pk}.")
+    expect(badge(starter)).to_have_text("completed")
