@@ -164,6 +164,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         ends = self.joined + settings.LIVE_SOCKET_MAX_SECONDS
         check = database_sync_to_async(still_signed_in)
         while True:
+            checked = datetime.now(UTC)
             await asyncio.sleep(max(0.0, min(settings.LIVE_SESSION_CHECK_SECONDS, ends - time.monotonic())))
             if time.monotonic() >= ends:
                 await self.close(code=LIFETIME)
@@ -171,6 +172,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             if not await check(self.session_key, self.user_pk):
                 await self.close(code=SIGNED_OUT)
                 return
+            if isinstance(self.view, pages.TaskPage):
+                # A dropped last message is followed by no gap to notice: a task's page re-reads
+                # its task on this timer too (sections it already has are not sent again).
+                await self._catch_up(checked - pages.MARGIN)
 
 
 def _since(text: str) -> datetime:

@@ -21,6 +21,7 @@ from dashboard.asgi import application
 from tasksapp import events, services
 from tasksapp.live import shared
 from tasksapp.models import McpServer, RemoteTask
+from tasksapp.services.tasks import task_note
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -287,3 +288,18 @@ def test_pages_carry_a_strict_content_security_policy() -> None:
         assert " style=" not in html and "<script>" not in html and "every 5s" not in html, path
         if path != "/login/":
             assert '"allowEval": false' in html, path
+
+
+async def test_a_task_page_re_reads_its_task_on_the_session_timer(
+    viewer: tuple[User, Client], settings: Any
+) -> None:
+    """The last message of a burst dropped leaves no gap to notice: the timer catches it."""
+    settings.LIVE_SESSION_CHECK_SECONDS = 1
+    task = await sync_to_async(make_task)()
+    communicator = socket(viewer[1], f"page=task&task={task.pk}")
+    assert (await communicator.connect())[0]
+    await sync_to_async(RemoteTask.objects.filter(pk=task.pk).update)(status="completed")  # no message
+    await sync_to_async(task_note)(task=task, source="local", note="seen completed")
+    frame = (await frames_until(communicator, lambda frame: 'id="task-card"' in frame))[-1]
+    assert 'data-status="completed"' in frame
+    await communicator.disconnect()
