@@ -235,7 +235,6 @@ SECURE_CSP = {
     "img-src": [CSP.SELF, "data:"],  # results carry their images inline; the favicon is data:,
     "media-src": [CSP.SELF, "data:"],
     "connect-src": [CSP.SELF],  # the live socket and the fallback poll: this origin only
-    "form-action": [CSP.SELF],
     "frame-ancestors": [CSP.NONE],
     "object-src": [CSP.NONE],
     "base-uri": [CSP.NONE],
