@@ -179,10 +179,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
 
 
 def _since(text: str) -> datetime:
-    """The page's render time (seconds since the epoch, from the page); now if absent or odd."""
+    """The page's render time (seconds since the epoch, to the microsecond, from the page); now if
+    absent or odd."""
     now = datetime.now(UTC)
     try:
-        value = datetime.fromtimestamp(int(text), UTC)
+        value = datetime.fromtimestamp(float(text), UTC)
     except (ValueError, OverflowError, OSError):
         return now
     return min(value, now)
