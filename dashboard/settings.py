@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from dashboard.env import env_bool, env_int, env_list, env_str, private_dir, private_file, secret_key
 
@@ -43,6 +44,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "tasksapp.middleware.SecurityMiddleware",
     "axes.middleware.AxesMiddleware",
@@ -221,6 +223,25 @@ MCP_MAX_TOOLS = env_int("MCP_MAX_TOOLS", 1000, minimum=1)
 MCP_MAX_TOOLS_BYTES = env_int("MCP_MAX_TOOLS_BYTES", 2 * 1024 * 1024, minimum=1024)
 # Refuse server URLs (and names resolving to) loopback, private and link-local addresses (docs/deploy.md).
 MCP_BLOCK_PRIVATE_ADDRESSES = env_bool("MCP_BLOCK_PRIVATE_ADDRESSES", False)
+
+# The live layer (docs/live.md): frames, catch-up, sockets' lifetime; the Content-Security-Policy.
+LIVE_MAX_FRAME_BYTES = env_int("LIVE_MAX_FRAME_BYTES", 256 * 1024, minimum=16 * 1024)
+LIVE_COALESCE_SECONDS = env_int("LIVE_COALESCE_MS", 150, minimum=0) / 1000
+LIVE_OVERVIEW_SECONDS = env_int("LIVE_OVERVIEW_MS", 1000, minimum=0) / 1000
+LIVE_CATCH_UP_LIMIT = env_int("LIVE_CATCH_UP_LIMIT", 100, minimum=1)
+LIVE_SESSION_CHECK_SECONDS = env_int("LIVE_SESSION_CHECK_SECONDS", 60, minimum=1)
+LIVE_SOCKET_MAX_SECONDS = env_int("LIVE_SOCKET_MAX_SECONDS", 3600, minimum=10)
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],  # results carry their images inline; the favicon is data:,
+    "media-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],  # the live socket and the fallback poll: this origin only
+    "frame-ancestors": [CSP.NONE],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+}
 
 # Daphne serves /static/ itself unless a proxy or CDN does (set SERVE_STATIC=false then).
 SERVE_STATIC = env_bool("SERVE_STATIC", True)

@@ -6,4 +6,6 @@ class TasksappConfig(AppConfig):
     verbose_name = "MCP tasks"
 
     def ready(self) -> None:
-        from tasksapp import checks  # noqa: F401 -- registers the deploy checks
+        # Imported for their side effects: the deploy checks; the logout and deactivation signals
+        # that close live sockets.
+        from tasksapp import checks, events  # noqa: F401

@@ -1,182 +1,189 @@
-"""One websocket per page. Thin and read-only: join the page's groups, re-read what changed,
-render the same partial the page rendered, and send it as an out-of-band swap."""
+"""One websocket per page. Thin and read-only: join the page's groups, catch up on what changed
+since the page was rendered, then send what changes, coalesced, as out-of-band swaps.
+
+What a page kind is sent lives in tasksapp/live/pages.py; renders are shared between sockets of
+the same audience (tasksapp/live/shared.py); frames are capped (tasksapp/live/frames.py). The
+socket closes when its session ends (logout, deactivation, password change; checked on a timer
+too) and after LIVE_SOCKET_MAX_SECONDS, when the page reconnects and catches up. docs/live.md.
+"""
 
 import asyncio
+import logging
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.template.loader import render_to_string
+from django.conf import settings
+from django.utils.html import escape
 
 from tasksapp import events
 from tasksapp.connections import database_sync_to_async
-from tasksapp.models import InputRequest, McpServer, RemoteTask
-from tasksapp.permissions import VIEW, can, roles_of
-from tasksapp.views.present import input_view, task_context
+from tasksapp.live import frames, pages
+from tasksapp.live.session import session_key_of, still_signed_in
+from tasksapp.permissions import VIEW, can
+
+log = logging.getLogger(__name__)
 
 PAGES = {"overview", "tasks", "task", "inbox", "servers"}
-OVERVIEW_COALESCE_SECONDS = 1.0
+REFUSED = 4403  # not signed in, or no role that may view
+SIGNED_OUT = 4401  # the session ended while the page was open: app.js says "you were signed out"
+LIFETIME = 4408  # the socket lived LIVE_SOCKET_MAX_SECONDS: app.js reconnects at once and catches up
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     groups: list[str]
-    _overview_due: asyncio.Task[None] | None
+    view: pages.LivePage
 
     async def connect(self) -> None:
         user = self.scope.get("user")
-        params = parse_qs(self.scope.get("query_string", b"").decode())
-        self.page = (params.get("page") or [""])[0]
-        task = (params.get("task") or [""])[0]
-        self.task_id = int(task) if task.isdigit() else None
-        if user is None or not await database_sync_to_async(can)(user, VIEW) or self.page not in PAGES:
-            await self.close(code=4403)
+        params = {
+            key: values[0] for key, values in parse_qs(self.scope.get("query_string", b"").decode()).items()
+        }
+        page = params.get("page", "")
+        if user is None or page not in PAGES or not await database_sync_to_async(can)(user, VIEW):
+            await self.close(code=REFUSED)
             return
-        self.fresh = (params.get("fresh") or [""])[0] == "1"
-        self.known: set[int] = await database_sync_to_async(self._shown)()
-        self.groups = self._groups()
+        roles = await database_sync_to_async(pages.audience)(user)
+        view = pages.page_for(page, params, roles, _since(params.get("since", "")))
+        if view is None:
+            await self.close(code=REFUSED)
+            return
+        self.view = view
+        self.user_pk = user.pk
+        self.session_key = session_key_of(self.scope)
+        self.pending: dict[pages.Item, float] = {}
+        self.flushing: asyncio.Task[None] | None = None
+        self.last_seq: dict[tuple[str, str], int] = {}
+        self.joined = time.monotonic()
+        joined_at = datetime.now(UTC)
+        self.groups = [
+            *self.view.groups(),
+            events.session_group(self.session_key),
+            events.user_group(self.user_pk),
+        ]
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
-
-    def _shown(self) -> set[int]:
-        """The task ids the page was rendered with: those are replaced in place, new ones added."""
-        if self.page == "inbox":
-            from tasksapp.views.inbox import open_requests
-
-            return {row.task_id for row in open_requests()}
-        if self.page == "tasks" and self.fresh:
-            return set(RemoteTask.objects.values_list("id", flat=True)[:50])
-        return set()
-
-    def _groups(self) -> list[str]:
-        if self.page == "task" and self.task_id is not None:
-            return [events.task_group(self.task_id)]
-        return {
-            "overview": [events.TASKS, events.SERVERS],
-            "tasks": [events.TASKS],
-            "inbox": [events.INBOX],
-            "servers": [events.SERVERS],
-        }.get(self.page, [])
+        self.watch = asyncio.create_task(self._watch_session())
+        if "since" not in params:  # not a page (a script, a test): nothing to catch up on
+            return
+        # In step from here on: a reconnecting page asks for what changed since this moment.
+        stamp = int((joined_at - pages.MARGIN).timestamp())
+        await self.send(
+            text_data=f'<div id="live-sync" hidden hx-swap-oob="true" data-since="{escape(stamp)}"></div>'
+        )
+        await self._catch_up(self.view.page_since - pages.MARGIN)
 
     async def disconnect(self, code: int) -> None:
-        if (pending := getattr(self, "_overview_due", None)) is not None:
-            pending.cancel()
+        for task in (
+            getattr(self, "watch", None),
+            getattr(self, "flushing", None),
+            getattr(self, "resync", None),
+        ):
+            if task is not None:
+                task.cancel()
         for group in getattr(self, "groups", []):
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the browser: actions are CSRF-protected POSTs."""
 
+    # --- what the channel layer delivers -----------------------------------------------------
+
     async def task_changed(self, event: dict[str, Any]) -> None:
-        if self.page == "overview":
-            self._refresh_overview_soon()
-            return
-        html = await database_sync_to_async(self._render_task)(int(event["id"]))
-        if html:
-            await self.send(text_data=html)
-
-    def _refresh_overview_soon(self) -> None:
-        """The overview aggregates every task: coalesce bursts of changes into one render a second."""
-        if getattr(self, "_overview_due", None) is None:
-            self._overview_due = asyncio.create_task(self._refresh_overview())
-
-    async def _refresh_overview(self) -> None:
-        try:
-            await asyncio.sleep(OVERVIEW_COALESCE_SECONDS)
-            # Its own thread: an expensive aggregate must not queue behind the worker's writes. The
-            # thread's connection is checked and handed back like any other (tasksapp.connections).
-            html = await database_sync_to_async(_overview, thread_sensitive=False)(self.scope["user"])
-            await self.send(text_data=html)
-        finally:
-            self._overview_due = None
+        if self._in_order(event):
+            self._queue(("task", int(event["id"])))
 
     async def server_changed(self, event: dict[str, Any]) -> None:
-        if self.page == "overview":
-            self._refresh_overview_soon()
+        if self._in_order(event):
+            self._queue(("server", int(event["id"])))
+
+    async def session_ended(self, event: dict[str, Any]) -> None:
+        await self.close(code=SIGNED_OUT)
+
+    def _in_order(self, event: dict[str, Any]) -> bool:
+        """False when messages before this one were dropped (a full channel drops silently): then
+        the page catches up on everything since it connected instead."""
+        key = (str(event.get("src", "")), str(event.get("group", "")))
+        seq = event.get("seq")
+        if not isinstance(seq, int):
+            return True
+        last = self.last_seq.get(key)
+        self.last_seq[key] = seq
+        if last is None or seq == last + 1:
+            return True
+        log.warning(
+            "live: %d message(s) to group %s were dropped before reaching a socket; catching up",
+            max(seq - last - 1, 1),
+            key[1],
+        )
+        joined = datetime.now(UTC) - pages.MARGIN - timedelta(seconds=time.monotonic() - self.joined)
+        self.resync = asyncio.create_task(self._catch_up(joined))
+        return False
+
+    # --- sending -------------------------------------------------------------------------------
+
+    def _queue(self, item: pages.Item) -> None:
+        """Coalesce: a burst of changes to one item becomes one fragment, a burst of items one frame."""
+        self.pending[item] = time.monotonic()
+        if self.flushing is None or self.flushing.done():
+            self.flushing = asyncio.create_task(self._flush_soon())
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(self.view.coalesce)
+        while self.pending:
+            due, self.pending = self.pending, {}
+            fragments: list[pages.Fragment] = []
+            try:
+                for item, noticed in due.items():
+                    fragments += await self.view.fragments(item, noticed)
+            except Exception:  # the loop boundary of one socket: the page reloads what it missed
+                log.exception("live: rendering %s for a %s page failed", list(due), type(self.view).__name__)
+                fragments.append((pages.RELOAD_REGION, frames.reload_hint([pages.RELOAD_REGION])))
+            for frame in frames.pack(fragments):
+                await self.send(text_data=frame)
+
+    async def _catch_up(self, since: datetime) -> None:
+        items = await database_sync_to_async(self.view.catch_up)(since)
+        if items is None:
+            await self.send(text_data=frames.reload_hint([pages.RELOAD_REGION]))
             return
-        html = await database_sync_to_async(self._render_server)(int(event["id"]))
-        if html:
-            await self.send(text_data=html)
+        asked = time.monotonic()  # a render from before this moment may predate what changed
+        for item in items:
+            self.pending[item] = max(self.pending.get(item, asked), asked)
+        if self.pending and (self.flushing is None or self.flushing.done()):
+            self.flushing = asyncio.create_task(self._flush_soon())
 
-    def _render_task(self, pk: int) -> str:
-        user = self.scope["user"]
-        task = RemoteTask.objects.select_related("server", "started_by").filter(pk=pk).first()
-        if task is None:
-            return ""
-        if self.page == "tasks":
-            return self._placed(
-                pk,
-                "tasksapp/task_list.html#task-row",
-                {"task": task},
-                "afterbegin:#task-rows",
-                add=self.fresh,
-            )
-        if self.page == "inbox":
-            rows = InputRequest.objects.filter(task=task, state="open").select_related("task__server")
-            live = not task.is_terminal and not task.expired
-            item = {"task": task, "inputs": [input_view(row) for row in rows] if live else []}
-            context = {"item": item, "request": _FakeRequest("/inbox/"), **self._form_context(user)}
-            return self._placed(
-                pk,
-                "tasksapp/inbox.html#inbox-task",
-                context,
-                "beforeend:#inbox-items",
-                add=bool(item["inputs"]),
-            )
-        if self.page == "task" and pk == self.task_id:
-            context = {
-                **task_context(task, user),
-                **self._form_context(user),
-                "oob": True,
-                "request": _FakeRequest(f"/tasks/{pk}/"),
-            }
-            return "".join(
-                render_to_string(f"tasksapp/task_detail.html#{name}", context)
-                for name in ("task-card", "task-inputs", "task-result", "task-timeline", "task-raw")
-            )
-        return ""
+    # --- the session ---------------------------------------------------------------------------
 
-    def _form_context(self, user: Any) -> dict[str, Any]:
-        """Forms sent over the socket need the CSRF token the page would have had (the cookie's
-        secret, which Django accepts as a form token)."""
-        return {**roles_of(user), "csrf_token": self.scope.get("cookies", {}).get("csrftoken", "")}
-
-    def _placed(self, pk: int, template: str, context: dict[str, Any], append: str, *, add: bool) -> str:
-        """Replace the element the page already shows, or add it where new ones go."""
-        if pk in self.known or (self.page == "tasks" and not self.fresh):
-            return render_to_string(template, {**context, "oob": True})  # absent ids are ignored by htmx
-        if not add:
-            return ""
-        first = not self.known
-        self.known.add(pk)
-        fresh = render_to_string(template, {**context, "oob": False})
-        gone = '<p id="inbox-empty" hx-swap-oob="delete"></p>' if self.page == "inbox" and first else ""
-        return (
-            f'<template hx-swap-oob="{append}">{fresh}</template>{gone}'
-            if self.page == "tasks"
-            else (f'<div hx-swap-oob="{append}">{fresh}</div>{gone}')
-        )
-
-    def _render_server(self, pk: int) -> str:
-        user = self.scope["user"]
-        server = McpServer.objects.filter(pk=pk).first()
-        if server is None or self.page != "servers":
-            return ""
-        return render_to_string(
-            "tasksapp/servers.html#server-row", {"server": server, "oob": True, **roles_of(user)}
-        )
+    async def _watch_session(self) -> None:
+        """Close when the session is gone or the user inactive (checked every LIVE_SESSION_CHECK_
+        SECONDS) and when the socket reaches LIVE_SOCKET_MAX_SECONDS."""
+        ends = self.joined + settings.LIVE_SOCKET_MAX_SECONDS
+        check = database_sync_to_async(still_signed_in)
+        while True:
+            checked = datetime.now(UTC)
+            await asyncio.sleep(max(0.0, min(settings.LIVE_SESSION_CHECK_SECONDS, ends - time.monotonic())))
+            if time.monotonic() >= ends:
+                await self.close(code=LIFETIME)
+                return
+            if not await check(self.session_key, self.user_pk):
+                await self.close(code=SIGNED_OUT)
+                return
+            if isinstance(self.view, pages.TaskPage):
+                # A dropped last message is followed by no gap to notice: a task's page re-reads
+                # its task on this timer too (sections it already has are not sent again).
+                await self._catch_up(checked - pages.MARGIN)
 
 
-def _overview(user: Any) -> str:
-    from tasksapp.views.overview import overview_context
-
-    return render_to_string(
-        "tasksapp/overview.html#overview-live", {**overview_context(), "oob": True, **roles_of(user)}
-    )
-
-
-class _FakeRequest:
-    """Partials read request.path for their 'next' links; a websocket has no HTTP request."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
+def _since(text: str) -> datetime:
+    """The page's render time (seconds since the epoch, to the microsecond, from the page); now if
+    absent or odd."""
+    now = datetime.now(UTC)
+    try:
+        value = datetime.fromtimestamp(float(text), UTC)
+    except (ValueError, OverflowError, OSError):
+        return now
+    return min(value, now)

@@ -355,7 +355,7 @@ async def test_a_web_process_receives_the_workers_changes_through_redis(
         await layer.group_discard("tasks", channel)
         await layer.close_pools()
 
-    assert all(message == {"type": "task.changed", "id": task["id"]} for message, _ in seen), seen
+    assert all((message["type"], message["id"]) == ("task.changed", task["id"]) for message, _ in seen), seen
     statuses = [status for _, status in seen]
     assert statuses[0] == "working" and statuses[-1] == "completed", statuses
     assert fleet.stop("W") == 0, fleet.output()

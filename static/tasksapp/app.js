@@ -1,14 +1,113 @@
-// Live indicator, TTL countdowns, copy buttons. Everything works without this file; it only helps.
+// Live updates, TTL countdowns, copy buttons. Everything works without this file; it only helps.
+// No eval and no inline code anywhere: the Content-Security-Policy allows scripts from this
+// origin only (docs/live.md).
 (function () {
   "use strict";
+  var SIGNED_OUT = 4401, LIFETIME = 4408, POLL_MS = 5000;
+
   function setLive(state, text) {
     document.body.dataset.live = state;
     var el = document.getElementById("live-indicator");
     if (el) { el.textContent = text; el.className = "live " + state; }
   }
+
+  // The session ended (logout elsewhere, deactivation, password change): say so, stop trying.
+  function signedOut() {
+    if (document.body.dataset.live === "signed-out") { return; }
+    setLive("signed-out", "signed out");
+    var notice = document.getElementById("signed-out");
+    if (notice) { notice.hidden = false; }
+    if (window.htmx) { htmx.config.wsReconnectDelay = function () { return 2147483647; }; }
+  }
+
+  function loginPath() {
+    var link = document.querySelector("#signed-out a");
+    return link ? new URL(link.href).pathname : "/login/";
+  }
+
+  // This page again, as HTML; null (and the notice) when the session has ended.
+  function fetchPage() {
+    return fetch(window.location.href, { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (response) {
+        if (new URL(response.url).pathname === loginPath()) { signedOut(); return null; }
+        return response.ok ? response.text() : null;
+      })
+      .catch(function () { return null; });
+  }
+
+  // Replace one element with its current version from the page's own URL.
+  function reloadElement(id) {
+    if (!/^[A-Za-z0-9_-]+$/.test(id) || !document.getElementById(id)) { return; }
+    fetchPage().then(function (html) {
+      if (html && document.getElementById(id)) {
+        htmx.swap("#" + id, html, { swapStyle: "outerHTML", ignoreTitle: true }, { select: "#" + id });
+      }
+    });
+  }
+
+  if (window.htmx) {
+    // A reconnecting socket asks for what changed since the server last said the page was in step.
+    var create = htmx.createWebSocket || function (url) { return new WebSocket(url, []); };
+    htmx.createWebSocket = function (url) {
+      var sync = document.getElementById("live-sync");
+      var since = sync ? sync.dataset.since : "";
+      var full = since ? url.replace(/([?&])since=[^&]*&?/, "$1").replace(/[?&]$/, "") : url;
+      if (since) { full += (full.indexOf("?") < 0 ? "?" : "&") + "since=" + encodeURIComponent(since); }
+      return create(full);
+    };
+  }
+
+  // Frames are out-of-band swaps; htmx's own swap also unwraps <template> (table rows travel in one).
+  document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    event.preventDefault();
+    htmx.swap(document.body, event.detail.message, { swapStyle: "none", ignoreTitle: true });
+    var hint = document.getElementById("live-reload");
+    if (hint && hint.dataset.reload) {
+      var ids = hint.dataset.reload.split(" ");
+      hint.dataset.reload = "";
+      ids.forEach(reloadElement);
+    }
+  });
   document.addEventListener("htmx:wsOpen", function () { setLive("up", "live"); });
-  document.addEventListener("htmx:wsClose", function () { setLive("down", "reconnecting…"); });
-  document.addEventListener("htmx:wsError", function () { setLive("down", "reconnecting…"); });
+  document.addEventListener("htmx:wsClose", function (event) {
+    var code = event.detail.event ? event.detail.event.code : 0;
+    if (code === SIGNED_OUT) { signedOut(); return; }
+    if (document.body.dataset.live === "signed-out") { return; }
+    setLive("down", "reconnecting…");
+    if (code === LIFETIME) {
+      var socket = event.detail.socketWrapper;
+      setTimeout(function () { socket.reconnect(); }, Math.random() * 1000);
+    }
+  });
+  document.addEventListener("htmx:wsError", function () {
+    if (document.body.dataset.live !== "signed-out") { setLive("down", "reconnecting…"); }
+  });
+
+  // While the socket is down, fetch the page every 5 s and swap in its live region.
+  setInterval(function () {
+    var live = document.body.dataset.live;
+    if (live !== "down" && live !== "connecting") { return; }
+    if (!document.getElementById("live-region")) { return; }
+    fetchPage().then(function (html) {
+      if (html && document.body.dataset.live !== "up" && document.getElementById("live-region")) {
+        htmx.swap("#live-region", html, { swapStyle: "outerHTML", ignoreTitle: true }, { select: "#live-region" });
+      }
+    });
+  }, POLL_MS);
+
+  // Forms that arrived over the socket carry no CSRF token (fragments hold nothing per user):
+  // they get this page's own token when submitted.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.method.toLowerCase() !== "post" || form.querySelector("input[name=csrfmiddlewaretoken]")) { return; }
+    var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    if (!headers["X-CSRFToken"]) { return; }
+    var input = document.createElement("input");
+    input.type = "hidden";
+    input.name = "csrfmiddlewaretoken";
+    input.value = headers["X-CSRFToken"];
+    form.appendChild(input);
+  }, true);
 
   function tick() {
     var now = Date.now();

@@ -1,0 +1,279 @@
+"""What each live page is sent: its groups, what changed since a time, and the fragments for one
+change. Fragments are rendered once per change per audience (page kind and role, tasksapp.live.
+shared) and carry no per-user data: no CSRF token (app.js adds the page's own to a form when it
+is submitted), no user name. Table rows travel inside <template>, which parses them anywhere.
+"""
+
+import hashlib
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import Q
+from django.template.loader import render_to_string
+
+from tasksapp import events
+from tasksapp.live import shared
+from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
+from tasksapp.permissions import roles_of
+from tasksapp.views.present import input_view, task_context
+
+Item = tuple[str, int]  # ("task", pk), ("server", pk), ("overview", 0)
+Fragment = tuple[str, str]  # (element id, html)
+RELOAD_REGION = "live-region"  # every live page's updatable part, reloaded whole when needed
+TASK_SECTIONS = ("task-card", "task-inputs", "task-result", "task-timeline", "task-raw")
+
+
+def audience(user: Any) -> tuple[tuple[str, bool], ...]:
+    return tuple(sorted(roles_of(user).items()))
+
+
+def tasks_changed_since(since: datetime, limit: int) -> list[int] | None:
+    """Tasks with anything a page shows changed at or after `since`; None when over `limit`.
+
+    Every status or message change, cancel request and expiry records a TaskEvent (indexed by
+    time); creation and input requests have their own times."""
+    ids: set[int] = set(
+        TaskEvent.objects.filter(observed_at__gte=since).values_list("task_id", flat=True)[: limit + 1]
+    )
+    ids.update(RemoteTask.objects.filter(created_at__gte=since).values_list("id", flat=True)[: limit + 1])
+    moved = Q(first_seen_at__gte=since) | Q(answered_at__gte=since) | Q(closed_at__gte=since)
+    ids.update(InputRequest.objects.filter(moved).values_list("task_id", flat=True)[: limit + 1])
+    return None if len(ids) > limit else sorted(ids)
+
+
+class _Request:
+    """Partials read request.path for their 'next' links; a websocket has no HTTP request."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+class LivePage:
+    coalesce = 0.0  # seconds; set from settings
+
+    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime) -> None:
+        self.roles = roles
+        # What every fragment's context carries: the role's flags, and no CSRF token, so
+        # {% csrf_token %} renders nothing. (Django's "NOTPROVIDED" marker would say so silently,
+        # but Django 6.1's format_html("") raises on it; the DEBUG-only warning is harmless.)
+        self.flags: dict[str, object] = dict(roles)
+        self.page_since = page_since  # when the page (or the previous socket) was last in step
+        self.coalesce = settings.LIVE_COALESCE_SECONDS
+
+    def groups(self) -> list[str]:
+        raise NotImplementedError
+
+    def catch_up(self, since: datetime) -> list[Item] | None:
+        """Items changed since `since` (sync, database); None when too many: reload the region."""
+        raise NotImplementedError
+
+    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+        raise NotImplementedError
+
+
+class TaskPage(LivePage):
+    """A task's page: each section is sent only when it differs from what this socket last sent."""
+
+    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, pk: int) -> None:
+        super().__init__(roles, page_since)
+        self.pk = pk
+        self.sent: dict[str, str] = {}
+
+    def groups(self) -> list[str]:
+        return [events.task_group(self.pk)]
+
+    def catch_up(self, since: datetime) -> list[Item] | None:
+        changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
+        return [("task", self.pk)] if changed is None or self.pk in changed else []
+
+    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+        if item != ("task", self.pk):
+            return []
+        sections: list[Fragment] = await shared.render(
+            ("task", self.pk, self.roles), not_before, self._render
+        )
+        changed = []
+        for element_id, html in sections:
+            digest = hashlib.blake2b(html.encode(), digest_size=16).hexdigest()
+            if self.sent.get(element_id) != digest:
+                self.sent[element_id] = digest
+                changed.append((element_id, html))
+        return changed
+
+    def _render(self) -> list[Fragment]:
+        task = RemoteTask.objects.for_detail().filter(pk=self.pk).first()
+        if task is None:
+            return []
+        context = {
+            **task_context(task, AnonymousUser()),
+            **self.flags,
+            "oob": True,
+            "request": _Request(f"/tasks/{task.pk}/"),
+        }
+        return [
+            (name, render_to_string(f"tasksapp/task_detail.html#{name}", context)) for name in TASK_SECTIONS
+        ]
+
+
+class ListPage(LivePage):
+    """The task list: rows replaced in place; on the first page of the unfiltered list, tasks
+    started after the page was rendered are added at the top (moved there if already added)."""
+
+    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, *, fresh: bool) -> None:
+        super().__init__(roles, page_since)
+        self.fresh = fresh
+
+    def groups(self) -> list[str]:
+        return [events.TASKS]
+
+    def catch_up(self, since: datetime) -> list[Item] | None:
+        changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
+        return None if changed is None else [("task", pk) for pk in changed]
+
+    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+        kind, pk = item
+        if kind != "task":
+            return []
+        row = await shared.render(("row", pk, self.roles), not_before, lambda: self._render(pk))
+        if row is None:
+            return []
+        created, replace, plain = row
+        element_id = f"task-row-{pk}"
+        if not (self.fresh and created >= self.page_since):
+            return [(element_id, f"<template>{replace}</template>")]
+        insert = (
+            f'<template><tr id="{element_id}" hx-swap-oob="delete"></tr></template>'
+            '<template><tr id="task-rows-empty" hx-swap-oob="delete"></tr></template>'
+            f'<template><tbody hx-swap-oob="afterbegin:#task-rows">{plain}</tbody></template>'
+        )
+        return [(element_id, insert)]
+
+    def _render(self, pk: int) -> tuple[datetime, str, str] | None:
+        task = RemoteTask.objects.for_list().filter(pk=pk).first()
+        if task is None:
+            return None
+        context = {"task": task, **self.flags}
+        template = "tasksapp/task_list.html#task-row"
+        return (
+            task.created_at,
+            render_to_string(template, {**context, "oob": True}),
+            render_to_string(template, {**context, "oob": False}),
+        )
+
+
+class InboxPage(LivePage):
+    """The inbox: a task's questions replaced in place, added at the end when new to this page."""
+
+    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime) -> None:
+        super().__init__(roles, page_since)
+        self.shown: set[int] = set()
+
+    def groups(self) -> list[str]:
+        return [events.INBOX]
+
+    def catch_up(self, since: datetime) -> list[Item] | None:
+        self.shown = set(
+            InputRequest.objects.filter(state="open", first_seen_at__lt=self.page_since).values_list(
+                "task_id", flat=True
+            )
+        )
+        changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
+        return None if changed is None else [("task", pk) for pk in changed]
+
+    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+        kind, pk = item
+        if kind != "task":
+            return []
+        found = await shared.render(("inbox", pk, self.roles), not_before, lambda: self._render(pk))
+        if found is None:
+            return []
+        asking, replace, plain = found
+        element_id = f"inbox-task-{pk}"
+        if not asking or pk in self.shown:
+            return [(element_id, replace)]
+        self.shown.add(pk)
+        insert = (
+            f'<div id="{element_id}" hx-swap-oob="delete"></div>'
+            '<p id="inbox-empty" hx-swap-oob="delete"></p>'
+            f'<div hx-swap-oob="beforeend:#inbox-items">{plain}</div>'
+        )
+        return [(element_id, insert)]
+
+    def _render(self, pk: int) -> tuple[bool, str, str] | None:
+        task = RemoteTask.objects.select_related("server").filter(pk=pk).first()
+        if task is None:
+            return None
+        rows = InputRequest.objects.filter(task=task, state="open").select_related("task__server")
+        live = not task.is_terminal and not task.expired
+        item = {"task": task, "inputs": [input_view(row) for row in rows] if live else []}
+        context = {"item": item, "request": _Request("/inbox/"), **self.flags}
+        template = "tasksapp/inbox.html#inbox-task"
+        return (
+            bool(item["inputs"]),
+            render_to_string(template, {**context, "oob": True}),
+            render_to_string(template, {**context, "oob": False}),
+        )
+
+
+class OverviewPage(LivePage):
+    """The overview aggregates every task: one render a second at most, shared by all viewers."""
+
+    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime) -> None:
+        super().__init__(roles, page_since)
+        self.coalesce = settings.LIVE_OVERVIEW_SECONDS
+
+    def groups(self) -> list[str]:
+        return [events.TASKS, events.SERVERS]
+
+    def catch_up(self, since: datetime) -> list[Item] | None:
+        return [("overview", 0)]
+
+    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+        # Its own thread: an expensive aggregate must not queue behind the worker's writes.
+        html = await shared.render(("overview", self.roles), not_before, self._render, thread_sensitive=False)
+        return [("overview-live", html)]
+
+    def _render(self) -> str:
+        from tasksapp.views.overview import overview_context
+
+        context = {**overview_context(), "oob": True, **self.flags}
+        return render_to_string("tasksapp/overview.html#overview-live", context)
+
+
+class ServersPage(LivePage):
+    def groups(self) -> list[str]:
+        return [events.SERVERS]
+
+    def catch_up(self, since: datetime) -> list[Item] | None:
+        return [("server", pk) for pk in McpServer.objects.values_list("id", flat=True)[:200]]
+
+    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+        kind, pk = item
+        if kind != "server":
+            return []
+        html = await shared.render(("server", pk, self.roles), not_before, lambda: self._render(pk))
+        return [(f"server-row-{pk}", f"<template>{html}</template>")] if html else []
+
+    def _render(self, pk: int) -> str:
+        server = McpServer.objects.filter(pk=pk).first()
+        if server is None:
+            return ""
+        return render_to_string(
+            "tasksapp/servers.html#server-row", {"server": server, "oob": True, **self.flags}
+        )
+
+
+def page_for(
+    page: str, params: dict[str, str], roles: tuple[tuple[str, bool], ...], since: datetime
+) -> LivePage | None:
+    if page == "task" and params.get("task", "").isdigit():
+        return TaskPage(roles, since, int(params["task"]))
+    if page == "tasks":
+        return ListPage(roles, since, fresh=params.get("fresh") == "1")
+    simple: dict[str, type[LivePage]] = {"inbox": InboxPage, "overview": OverviewPage, "servers": ServersPage}
+    return simple[page](roles, since) if page in simple else None
+
+
+MARGIN = timedelta(seconds=5)  # clocks of web and worker processes differ; pages take time to render

@@ -1,0 +1,305 @@
+"""The live layer without a browser: the real ASGI application (origin check, session cookie,
+consumer) driven by channels' WebsocketCommunicator against the real database.
+
+Changes are made through the services (which publish after commit), as the worker and views do.
+"""
+
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from dashboard.asgi import application
+from tasksapp import events, services
+from tasksapp.live import shared
+from tasksapp.models import McpServer, RemoteTask
+from tasksapp.services.tasks import task_note
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HOST = "127.0.0.1:8123"
+OWN = f"http://{HOST}"
+
+
+def signed_in(role: str = "viewer", name: str = "vera") -> tuple[User, Client]:
+    user = User.objects.create_user(name, password="pw-for-tests-only")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client(HTTP_HOST=HOST)
+    client.force_login(user)
+    return user, client
+
+
+def make_task(**fields: Any) -> RemoteTask:
+    server, _ = McpServer.objects.get_or_create(name="srv", url="http://127.0.0.1:9/mcp")
+    task = RemoteTask(server=server, tool_name="slow_count", status="working", **fields)
+    task.set_remote_id(f"remote-{time.monotonic_ns()}")
+    task.save()
+    return task
+
+
+def socket(client: Client, query: str, *, origin: str = OWN, host: str = HOST) -> WebsocketCommunicator:
+    cookie = "; ".join(f"{name}={morsel.value}" for name, morsel in client.cookies.items())
+    headers = [(b"host", host.encode()), (b"origin", origin.encode()), (b"cookie", cookie.encode())]
+    return WebsocketCommunicator(application, f"/ws/live/?{query}", headers=headers)
+
+
+async def frames_until(communicator: WebsocketCommunicator, found: Callable[[str], bool]) -> list[str]:
+    """Every frame up to and including the first for which `found` is true (5 s at most each)."""
+    seen: list[str] = []
+    while not seen or not found(seen[-1]):
+        seen.append(await communicator.receive_from(timeout=5))
+    return seen
+
+
+async def closed_with(communicator: WebsocketCommunicator, timeout: float = 5) -> int:
+    """The close code the server sent (frames before it are skipped)."""
+    while True:
+        message = await communicator.receive_output(timeout=timeout)
+        if message["type"] == "websocket.close":
+            return int(message.get("code", 1000))
+
+
+@pytest.fixture
+async def viewer() -> AsyncIterator[tuple[User, Client]]:
+    yield await sync_to_async(signed_in)()
+
+
+# --- issue 9 item 3: the whole origin, not only the host -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:47871",  # another port of the same host
+        "https://127.0.0.1:8123",  # another scheme
+        "https://127.0.0.1:1",
+        "http://evil.example:8123",
+        "null",
+    ],
+)
+async def test_a_socket_from_another_origin_is_refused(viewer: tuple[User, Client], origin: str) -> None:
+    connected, _ = await socket(viewer[1], "page=tasks", origin=origin).connect()
+    assert not connected
+
+
+async def test_a_socket_from_the_dashboards_own_origin_is_accepted(viewer: tuple[User, Client]) -> None:
+    communicator = socket(viewer[1], "page=tasks")
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.disconnect()
+
+
+async def test_a_trusted_origin_is_accepted_and_an_unlisted_host_refused(
+    viewer: tuple[User, Client], settings: Any
+) -> None:
+    settings.CSRF_TRUSTED_ORIGINS = ["https://dash.example.com"]
+    trusted = socket(viewer[1], "page=tasks", origin="https://dash.example.com")
+    assert (await trusted.connect())[0]
+    await trusted.disconnect()
+    other = socket(viewer[1], "page=tasks", origin="http://dash.example.com", host="dash.example.com")
+    assert not (await other.connect())[0]  # neither trusted (scheme) nor an allowed host
+
+
+# --- issue 9 item 6: sockets end with the session ---------------------------------------------
+
+
+async def test_logging_out_closes_the_sessions_sockets(viewer: tuple[User, Client]) -> None:
+    client = viewer[1]
+    _, other_client = await sync_to_async(signed_in)("operator", "otto")
+    mine, others = socket(client, "page=tasks"), socket(other_client, "page=tasks")
+    assert (await mine.connect())[0] and (await others.connect())[0]
+    response = await sync_to_async(client.post)("/logout/")
+    assert response.status_code == 302
+    assert await closed_with(mine) == 4401
+    assert await others.receive_nothing(timeout=0.3)  # another session stays open
+    await others.disconnect()
+
+
+async def test_deactivating_a_user_closes_their_sockets(viewer: tuple[User, Client]) -> None:
+    user, client = viewer
+    communicator = socket(client, "page=inbox")
+    assert (await communicator.connect())[0]
+    user.is_active = False
+    await sync_to_async(user.save)()
+    assert await closed_with(communicator) == 4401
+
+
+async def test_the_session_is_checked_again_on_a_timer(viewer: tuple[User, Client], settings: Any) -> None:
+    """A change no signal announces (a bulk update, a password changed in the database)."""
+    settings.LIVE_SESSION_CHECK_SECONDS = 1
+    user, client = viewer
+    communicator = socket(client, "page=overview")
+    assert (await communicator.connect())[0]
+    assert await communicator.receive_nothing(timeout=1.3)  # checked once, still signed in
+    await sync_to_async(User.objects.filter(pk=user.pk).update)(is_active=False)
+    assert await closed_with(communicator, timeout=3) == 4401
+
+
+async def test_a_socket_is_closed_when_its_lifetime_ends(viewer: tuple[User, Client], settings: Any) -> None:
+    settings.LIVE_SOCKET_MAX_SECONDS = 1
+    communicator = socket(viewer[1], "page=tasks")
+    assert (await communicator.connect())[0]
+    started = time.monotonic()
+    assert await closed_with(communicator, timeout=3) == 4408
+    assert time.monotonic() - started >= 0.9
+
+
+# --- issue 8 items 1, 2, 5 ---------------------------------------------------------------------
+
+
+async def test_a_page_catches_up_on_what_changed_before_its_socket_joined(
+    viewer: tuple[User, Client],
+) -> None:
+    rendered = int(time.time())
+    task = await sync_to_async(make_task)()
+    await sync_to_async(services.task_mark_expired)(task=task, reason="gone from the server")
+    communicator = socket(viewer[1], f"page=task&task={task.pk}&since={rendered}")
+    assert (await communicator.connect())[0]
+    seen = await frames_until(communicator, lambda frame: 'id="task-card"' in frame)
+    assert 'id="live-sync"' in seen[0] and "expired" in seen[-1]
+    await communicator.disconnect()
+
+
+async def test_a_new_task_is_added_to_the_first_page_of_the_list_and_only_there(
+    viewer: tuple[User, Client],
+) -> None:
+    since = int(time.time()) - 60
+    fresh, filtered = socket(viewer[1], f"page=tasks&fresh=1&since={since}"), socket(viewer[1], "page=tasks")
+    assert (await fresh.connect())[0] and (await filtered.connect())[0]
+    await frames_until(fresh, lambda frame: 'id="live-sync"' in frame)
+    task = await sync_to_async(make_task)()
+    await sync_to_async(services.task_record_error)(task=task, error="one poll failed")
+    added = (await frames_until(fresh, lambda frame: f"task-row-{task.pk}" in frame))[-1]
+    # In a <template>, which parses a table row anywhere; tbody's children go first in #task-rows.
+    assert re.search(
+        rf'<template><tbody hx-swap-oob="afterbegin:#task-rows">\s*<tr id="task-row-{task.pk}"', added
+    )
+    replaced = await filtered.receive_from(timeout=5)
+    assert f'<tr id="task-row-{task.pk}" hx-swap-oob="true">' in replaced and "afterbegin" not in replaced
+    for communicator in (fresh, filtered):
+        await communicator.disconnect()
+
+
+async def test_pushed_forms_carry_no_csrf_token(viewer: tuple[User, Client]) -> None:
+    user, client = viewer
+    await sync_to_async(user.groups.add)(await sync_to_async(Group.objects.get)(name="operator"))
+    assert (await sync_to_async(client.get)("/inbox/")).status_code == 200  # sets the csrftoken cookie
+    task = await sync_to_async(make_task)()
+    communicator = socket(client, "page=inbox")
+    assert (await communicator.connect())[0]
+    await sync_to_async(ask)(task)
+    frame = await communicator.receive_from(timeout=5)
+    assert 'class="answer-form"' in frame and "Accept and send" in frame  # the operator's form
+    assert "csrfmiddlewaretoken" not in frame and client.cookies["csrftoken"].value not in frame
+    await communicator.disconnect()
+
+
+def ask(task: RemoteTask) -> None:
+    """The server asks a question (what the worker records from an input_required snapshot)."""
+    from django.db import transaction
+
+    from tasksapp.models import InputRequest
+
+    schema = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}}
+    with transaction.atomic():
+        request = InputRequest(
+            task=task, method="elicitation/create", params={"message": "Name?", "requestedSchema": schema}
+        )
+        request.set_key("k1")
+        request.save()
+        RemoteTask.objects.filter(pk=task.pk).update(status="input_required")
+        events.publish_task_changed(task.pk, inbox=True)
+
+
+async def test_a_section_over_the_frame_cap_becomes_a_reload_hint(viewer: tuple[User, Client]) -> None:
+    # Markup-heavy text: 100,000 characters (the page shows no more) are 600 KB once escaped.
+    big = {"content": [{"type": "text", "text": '"' * 100_000}], "isError": False}
+    task = await sync_to_async(make_task)(result=big)
+    await sync_to_async(RemoteTask.objects.filter(pk=task.pk).update)(status="completed")
+    communicator = socket(viewer[1], f"page=task&task={task.pk}")
+    assert (await communicator.connect())[0]
+    await sync_to_async(services.task_record_error)(task=task, error="first")
+    frame = await communicator.receive_from(timeout=5)
+    assert len(frame.encode()) <= 256 * 1024
+    assert 'id="task-card"' in frame  # what fits is still sent
+    hint = re.search(r'<div id="live-reload" hidden hx-swap-oob="true" data-reload="([^"]*)"', frame)
+    assert hint and set(hint.group(1).split()) == {"task-result", "task-raw"}
+    await sync_to_async(services.task_record_error)(task=task, error="second")
+    second = await communicator.receive_from(timeout=5)  # the socket is still up, only the card changed
+    assert 'id="task-card"' in second and "task-timeline" not in second
+    await communicator.disconnect()
+
+
+async def test_sockets_of_one_audience_share_one_render(viewer: tuple[User, Client]) -> None:
+    task = await sync_to_async(make_task)()
+    sockets = [socket(viewer[1], f"page=task&task={task.pk}") for _ in range(5)]
+    for communicator in sockets:
+        assert (await communicator.connect())[0]
+    renders = shared.counts["renders"]
+    await sync_to_async(services.task_record_error)(task=task, error="shared")
+    frames = {await communicator.receive_from(timeout=5) for communicator in sockets}
+    assert len(frames) == 1  # the same bytes to everyone
+    assert shared.counts["renders"] - renders == 1
+    for communicator in sockets:
+        await communicator.disconnect()
+
+
+async def test_a_dropped_message_is_logged_and_the_page_catches_up(
+    viewer: tuple[User, Client], caplog: pytest.LogCaptureFixture
+) -> None:
+    task = await sync_to_async(make_task)()
+    communicator = socket(viewer[1], "page=tasks")
+    assert (await communicator.connect())[0]
+    layer = get_channel_layer()
+    message = {"type": "task.changed", "id": task.pk, "group": events.TASKS, "src": "elsewhere"}
+    await layer.group_send(events.TASKS, {**message, "seq": 1})
+    await communicator.receive_from(timeout=5)
+    await sync_to_async(services.task_mark_expired)(task=task, reason="gone")  # while seq 2..4 are lost
+    with caplog.at_level(logging.WARNING, logger="tasksapp.consumers"):
+        await layer.group_send(events.TASKS, {**message, "seq": 5})
+        frame = (await frames_until(communicator, lambda frame: "expired" in frame))[-1]
+    assert f"task-row-{task.pk}" in frame
+    assert "3 message(s) to group tasks were dropped" in caplog.text
+    await communicator.disconnect()
+
+
+# --- issue 9 item 5: the Content-Security-Policy -----------------------------------------------
+
+
+def test_pages_carry_a_strict_content_security_policy() -> None:
+    _, client = signed_in()
+    task = make_task()
+    for path in ("/login/", "/", "/tasks/", f"/tasks/{task.pk}/", "/inbox/", "/servers/"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        policy = dict(part.strip().split(" ", 1) for part in response["Content-Security-Policy"].split(";"))
+        assert policy["script-src"] == "'self'" and policy["style-src"] == "'self'", path
+        assert policy["frame-ancestors"] == policy["object-src"] == policy["base-uri"] == "'none'", path
+        assert "unsafe" not in response["Content-Security-Policy"]
+        html = response.content.decode()
+        assert " style=" not in html and "<script>" not in html and "every 5s" not in html, path
+        if path != "/login/":
+            assert '"allowEval": false' in html, path
+
+
+async def test_a_task_page_re_reads_its_task_on_the_session_timer(
+    viewer: tuple[User, Client], settings: Any
+) -> None:
+    """The last message of a burst dropped leaves no gap to notice: the timer catches it."""
+    settings.LIVE_SESSION_CHECK_SECONDS = 1
+    task = await sync_to_async(make_task)()
+    communicator = socket(viewer[1], f"page=task&task={task.pk}")
+    assert (await communicator.connect())[0]
+    await sync_to_async(RemoteTask.objects.filter(pk=task.pk).update)(status="completed")  # no message
+    await sync_to_async(task_note)(task=task, source="local", note="seen completed")
+    frame = (await frames_until(communicator, lambda frame: 'id="task-card"' in frame))[-1]
+    assert 'data-status="completed"' in frame
+    await communicator.disconnect()
