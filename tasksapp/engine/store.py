@@ -44,8 +44,9 @@ def lease_span() -> timedelta:
 
 
 def enabled_servers() -> dict[int, ServerRow]:
+    """The servers to poll and listen to: enabled and not archived (an archived one is never polled)."""
     rows: dict[int, ServerRow] = {}
-    for server in McpServer.objects.filter(enabled=True).select_related("authorization"):
+    for server in McpServer.objects.filter(enabled=True, archived=False).select_related("authorization"):
         try:
             headers = server.headers
             oauth, oauth_signature = worker_oauth(server)
@@ -191,7 +192,20 @@ def worker_name(requested: str | None) -> str:
     return requested or f"{socket.gethostname()}:{os.getpid()}"
 
 
-def heartbeat(worker: str, *, started: datetime, held: int, polls: int, pushes: int, streams: int) -> None:
+def heartbeat(
+    worker: str,
+    *,
+    started: datetime,
+    held: int,
+    polls: int,
+    pushes: int,
+    streams: int,
+    errors: int = 0,
+    lag_ms: tuple[float, float, float] | None = None,
+) -> None:
+    """Record this worker as alive, with its figures for /metrics (counters since it started;
+    `lag_ms` is (p50, p99, max) of the scheduling lag since the previous beat, None without polls)."""
+    p50, p99, most = lag_ms or (None, None, None)
     WorkerHeartbeat.objects.update_or_create(
         worker=worker,
         defaults={
@@ -204,6 +218,10 @@ def heartbeat(worker: str, *, started: datetime, held: int, polls: int, pushes: 
             "polls": polls,
             "pushes": pushes,
             "streams_open": streams,
+            "poll_errors": errors,
+            "lag_p50_ms": p50,
+            "lag_p99_ms": p99,
+            "lag_max_ms": most,
         },
     )
 

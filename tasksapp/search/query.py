@@ -1,0 +1,104 @@
+"""The search box: what people type, turned into an FTS5 MATCH or a PostgreSQL tsquery.
+
+Syntax (docs/operator.md): words must all appear, each as the start of a word (`slow` finds
+`slow_count`); "a quoted phrase" must appear as written; -word leaves out tasks containing it.
+Only letters and digits reach the database engine's query language, so nothing typed can change
+the query's shape.
+"""
+
+import re
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+
+from tasksapp.search.index import TABLE
+
+_TERM = re.compile(r'(-?)"([^"]*)"?|(-?)(\S+)')
+_WORD = re.compile(r"\w+")
+MAX_TERMS = 16
+
+
+@dataclass(frozen=True)
+class Term:
+    words: tuple[str, ...]
+    phrase: bool
+    excluded: bool
+
+
+def parse(text: str) -> list[Term]:
+    """The terms of a search, lower-cased words only; at most MAX_TERMS."""
+    terms = []
+    for match in _TERM.finditer(text):
+        quoted_minus, quoted, minus, bare = match.groups()
+        words = tuple(word.lower() for word in _WORD.findall(quoted if bare is None else bare))
+        if words:
+            terms.append(Term(words, phrase=bare is None, excluded=bool(quoted_minus or minus)))
+    return terms[:MAX_TERMS]
+
+
+def fts5_query(terms: list[Term]) -> str:
+    """`"slow"* AND "counted 5"` ... NOT "x"*: a phrase matches exactly, anything else by prefix."""
+
+    def one(term: Term) -> str:
+        return f'"{" ".join(term.words)}"' + ("" if term.phrase else "*")
+
+    wanted = " AND ".join(one(term) for term in terms if not term.excluded)
+    unwanted = "".join(f" NOT {one(term)}" for term in terms if term.excluded)
+    return wanted + unwanted
+
+
+def tsquery(terms: list[Term]) -> str:
+    """The same search for PostgreSQL's to_tsquery('simple', ...)."""
+
+    def one(term: Term) -> str:
+        lexemes = [f"'{word}'" for word in term.words]
+        if not term.phrase:
+            lexemes[-1] += ":*"
+        joined = " <-> ".join(lexemes)
+        return f"!({joined})" if term.excluded else f"({joined})"
+
+    ordered = sorted(terms, key=lambda term: term.excluded)  # tsquery needs a positive term first
+    return " & ".join(one(term) for term in ordered)
+
+
+def matching(text: str) -> Q | None:
+    """A filter for tasks whose document matches `text`; None when nothing searchable was typed.
+
+    Uses the index table through `id IN (SELECT ...)`, one query with the list it filters.
+    """
+    terms = parse(text)
+    if not terms:
+        return None
+    if all(term.excluded for term in terms):  # only -words: every task but those that have one
+        flipped = [Term(term.words, term.phrase, excluded=False) for term in terms]
+        return ~_any_of(flipped)
+    return _indexed(terms)
+
+
+def _any_of(terms: list[Term]) -> Q:
+    found = Q(pk__in=[])
+    for term in terms:
+        found |= _indexed([term])
+    return found
+
+
+def _indexed(terms: list[Term]) -> Q:
+    if connection.vendor == "sqlite":
+        # The typed text travels as a parameter; only the constant table name is formatted in.
+        sql = f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH %s"  # noqa: S608
+        return Q(pk__in=RawSQL(sql, [fts5_query(terms)]))  # noqa: S611
+    if connection.vendor == "postgresql":
+        sql = f"SELECT task_id FROM {TABLE} WHERE document @@ to_tsquery('simple', %s)"  # noqa: S608
+        return Q(pk__in=RawSQL(sql, [tsquery(terms)]))  # noqa: S611
+    return _substring(terms)  # another database: no index, but the same meaning
+
+
+def _substring(terms: list[Term]) -> Q:
+    found = Q()
+    for term in terms:
+        text = " ".join(term.words)
+        one = Q(tool_name__icontains=text) | Q(status_message__icontains=text)
+        found &= ~one if term.excluded else one
+    return found
