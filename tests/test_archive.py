@@ -18,7 +18,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def running(demo_registered: McpServer) -> RemoteTask:
     started = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 0.2, "poll_interval_ms": 200}, user=None
+        server=demo_registered,
+        tool="run_forever",
+        arguments={"delay": 0.2, "poll_interval_ms": 200},
+        user=None,
     )
     assert started.task is not None
     yield started.task

@@ -25,9 +25,15 @@ def test_filters_by_user_server_action_and_date() -> None:
     ada, bob = person("ada", "admin"), person("bob", "admin")
     alpha, beta = server("alpha"), server("beta")
     entries = {
-        "ada-alpha": OperatorAction.objects.create(user=ada, action="server_edit", server=alpha, detail={"summary": "s1"}),
-        "bob-beta": OperatorAction.objects.create(user=bob, action="server_refresh", server=beta, detail={"summary": "s2"}),
-        "old": OperatorAction.objects.create(user=bob, action="server_edit", server=alpha, detail={"summary": "s3"}),
+        "ada-alpha": OperatorAction.objects.create(
+            user=ada, action="server_edit", server=alpha, detail={"summary": "s1"}
+        ),
+        "bob-beta": OperatorAction.objects.create(
+            user=bob, action="server_refresh", server=beta, detail={"summary": "s2"}
+        ),
+        "old": OperatorAction.objects.create(
+            user=bob, action="server_edit", server=alpha, detail={"summary": "s3"}
+        ),
     }
     ten_days_ago = timezone.now() - timedelta(days=10)
     OperatorAction.objects.filter(pk=entries["old"].pk).update(created_at=ten_days_ago)

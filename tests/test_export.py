@@ -26,7 +26,7 @@ def test_task_list_exports_as_csv_and_json_lines_with_the_lists_filters_and_orde
     alice = person("alice", "operator")
     alpha, beta = server("alpha"), server("beta")
     first = task(alpha, "slow_count", status_message="counted 3/9", arguments={"n": 9}, started_by=alice)
-    second = task(alpha, "slow_count", status_message="=HYPERLINK(\"http://evil\")")
+    second = task(alpha, "slow_count", status_message='=HYPERLINK("http://evil")')
     task(beta, "echo", status_message="other server")
     client = logged_in(alice)
 
@@ -66,7 +66,9 @@ def test_viewers_get_no_task_ids_and_every_export_is_audited() -> None:
 def test_audit_log_exports_with_its_filters() -> None:
     admin = person("ada", "admin")
     alpha, beta = server("alpha"), server("beta")
-    OperatorAction.objects.create(user=admin, action="server_edit", server=alpha, detail={"summary": "url: a → b"})
+    OperatorAction.objects.create(
+        user=admin, action="server_edit", server=alpha, detail={"summary": "url: a → b"}
+    )
     OperatorAction.objects.create(user=admin, action="server_edit", server=beta, detail={"summary": "other"})
     client = logged_in(person("vera", "viewer"))
 

@@ -54,9 +54,13 @@ def test_a_task_id_is_never_searchable() -> None:
         assert found(viewer, q=text) == [], text
 
 
-def test_the_index_follows_what_the_worker_writes(demo_registered: McpServer, demo_server: RunningPeer) -> None:
+def test_the_index_follows_what_the_worker_writes(
+    demo_registered: McpServer, demo_server: RunningPeer
+) -> None:
     viewer = logged_in(person("vera", "viewer"))
-    started = services.call_start(server=demo_registered, tool="fail_tool", arguments={"delay": 0.2}, user=None)
+    started = services.call_start(
+        server=demo_registered, tool="fail_tool", arguments={"delay": 0.2}, user=None
+    )
     assert started.task is not None
     assert found(viewer, q="upstream refused") == []  # the result is not there yet
 
@@ -132,6 +136,8 @@ def test_the_task_list_runs_the_same_queries_at_any_size(params: dict[str, str])
 
 
 def _row(alpha: McpServer, i: int) -> RemoteTask:
-    row = RemoteTask(server=alpha, tool_name="slow_count", status="working", status_message=f"counted {i}/300")
+    row = RemoteTask(
+        server=alpha, tool_name="slow_count", status="working", status_message=f"counted {i}/300"
+    )
     row.set_remote_id(f"id-{i}")
     return row

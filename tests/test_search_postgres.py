@@ -62,6 +62,7 @@ def test_postgresql_full_text_search_is_indexed_and_follows_changes(database: st
     with psycopg.connect(database, autocommit=True) as connection:
         connection.execute("SET enable_seqscan = off")  # five rows: make the planner show it can use it
         plan = connection.execute(
-            "EXPLAIN SELECT task_id FROM tasksapp_task_search WHERE document @@ to_tsquery('simple', 'slow:*')"
+            "EXPLAIN SELECT task_id FROM tasksapp_task_search "
+            "WHERE document @@ to_tsquery('simple', 'slow:*')"
         ).fetchall()
     assert "tasksapp_task_search_document" in " ".join(row[0] for row in plan), plan

@@ -204,26 +204,23 @@ def heartbeat(
     lag_ms: tuple[float, float, float] | None = None,
 ) -> None:
     """Record this worker as alive, with its figures for /metrics (counters since it started;
-    `lag_ms` is (p50, p99, max) of the scheduling lag since the previous beat, None without polls)."""
-    p50, p99, most = lag_ms or (None, None, None)
-    WorkerHeartbeat.objects.update_or_create(
-        worker=worker,
-        defaults={
-            "hostname": socket.gethostname(),
-            "pid": os.getpid(),
-            "started_at": started,
-            "last_beat_at": timezone.now(),
-            "stopped_at": None,
-            "tasks_held": held,
-            "polls": polls,
-            "pushes": pushes,
-            "streams_open": streams,
-            "poll_errors": errors,
-            "lag_p50_ms": p50,
-            "lag_p99_ms": p99,
-            "lag_max_ms": most,
-        },
-    )
+    `lag_ms` is (p50, p99, max) of the scheduling lag since the previous beat: None, without polls
+    since then, keeps the previous figures)."""
+    figures: dict[str, object] = {
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "started_at": started,
+        "last_beat_at": timezone.now(),
+        "stopped_at": None,
+        "tasks_held": held,
+        "polls": polls,
+        "pushes": pushes,
+        "streams_open": streams,
+        "poll_errors": errors,
+    }
+    if lag_ms is not None:
+        figures["lag_p50_ms"], figures["lag_p99_ms"], figures["lag_max_ms"] = lag_ms
+    WorkerHeartbeat.objects.update_or_create(worker=worker, defaults=figures)
 
 
 def heartbeat_stop(worker: str) -> None:
