@@ -46,10 +46,11 @@ def test_search_finds_tool_arguments_message_result_and_who_started_it() -> None
     assert found(viewer, q="text content type") == []  # JSON keys are not indexed, only values
 
 
-def test_a_task_id_is_never_searchable() -> None:
+def test_a_task_id_is_never_searchable_while_everything_around_it_is() -> None:
     viewer = logged_in(person("vera", "viewer"))
     secret = "tsk-8c1f5d2e9a7b4c3d"
-    task(server(), "echo", remote_id=secret, status_message="working on it")
+    row = task(server(), "echo", remote_id=secret, arguments={"text": "quarterly report"})
+    assert found(viewer, q="quarterly") == [row.pk]
     for text in (secret, "8c1f5d2e9a7b4c3d", "tsk"):
         assert found(viewer, q=text) == [], text
 
