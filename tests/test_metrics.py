@@ -4,7 +4,9 @@ heartbeat rows, and /healthz for load balancers (no login, no secrets, 200/503).
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
@@ -35,6 +37,24 @@ def test_metrics_needs_the_token_or_a_login() -> None:
     assert Client().get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert Client().get(url, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     assert logged_in(person("vera", "viewer")).get(url).status_code == 200
+
+
+@override_settings(METRICS_TOKEN=TOKEN)
+def test_a_scrape_runs_six_queries_at_any_size() -> None:
+    alpha = server()
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = Client().get(reverse("tasks:metrics"), headers={"Authorization": f"Bearer {TOKEN}"})
+            assert response.status_code == 200
+        return len(captured.captured_queries)
+
+    task(alpha)
+    assert queries() == 6
+    for status in ("working", "completed", "failed", "input_required"):
+        for _ in range(20):
+            task(alpha, status=status)
+    assert queries() == 6
 
 
 def test_metrics_report_tasks_inputs_answers_and_the_workers_figures(
