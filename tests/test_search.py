@@ -43,6 +43,7 @@ def test_search_finds_tool_arguments_message_result_and_who_started_it() -> None
     assert found(viewer, q="exploded") == [by_result.pk]
     assert found(viewer, q="alice") == [by_user.pk]
     assert found(viewer, q="echo -alice") == [by_argument.pk]
+    assert found(viewer, q="-alice -slow") == [by_result.pk, by_message.pk, by_argument.pk]
     assert found(viewer, q="text content type") == []  # JSON keys are not indexed, only values
 
 

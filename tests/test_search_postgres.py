@@ -34,8 +34,17 @@ def hits(text):
     return list(search.filtered({"q": text}).order_by("id").values_list("id", flat=True))
 out = {"ids": ids}
 for text in ["slow", "weather", "42", '"contact form"', "form contact", "exploded", "alice", "echo -alice",
-             "counted 60", "tsk-aaa111", "aaa111", "type", "content"]:
+             "counted 60", "-alice -slow", "tsk-aaa111", "aaa111", "type", "content"]:
     out[text] = hits(text)
+from datetime import timedelta
+from django.utils import timezone
+now = timezone.now()
+for key, seconds in (("tool", 50), ("arguments", 5), ("message", 500)):
+    start = now - timedelta(hours=1)
+    RemoteTask.objects.filter(pk=ids[key]).update(created_at=start, finished_at=start + timedelta(seconds=seconds))
+RemoteTask.objects.filter(pk__in=[ids["result"], ids["user"]]).update(created_at=now - timedelta(days=2))
+longest = search.ordered(search.filtered({}), search.parse_sort("-duration"))
+out["by duration"] = list(longest.values_list("id", flat=True))
 print("RESULT " + json.dumps(out))
 """
 
@@ -55,6 +64,9 @@ def test_postgresql_full_text_search_is_indexed_and_follows_changes(database: st
     assert found["alice"] == [ids["user"]]
     assert found["echo -alice"] == [ids["arguments"]]
     assert found["counted 60"] == [ids["tool"]]  # the update trigger re-indexed the new message
+    assert found["-alice -slow"] == [ids["arguments"], ids["message"], ids["result"]]
+    running_longest = sorted([ids["result"], ids["user"]], reverse=True)  # same start: newest id first
+    assert found["by duration"] == [*running_longest, ids["message"], ids["tool"], ids["arguments"]]
     for text in ("tsk-aaa111", "aaa111", "type", "content"):
         assert found[text] == [], text  # task ids and JSON keys are never indexed
     indexes = query(database, "SELECT indexdef FROM pg_indexes WHERE tablename = 'tasksapp_task_search'")

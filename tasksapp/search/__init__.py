@@ -5,8 +5,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import DurationField, ExpressionWrapper, F, OrderBy, QuerySet
-from django.db.models.functions import Coalesce, Now
+from django.db.models import F, FloatField, Func, OrderBy, QuerySet
 from django.utils import timezone
 
 from tasksapp.models import RemoteTask, RemoteTaskQuerySet
@@ -86,15 +85,33 @@ def ordered(tasks: QuerySet[RemoteTask], sort: Sort) -> QuerySet[RemoteTask]:
     expression: Any = {
         "created": F("created_at"),
         "changed": F("last_seen_at"),
-        "duration": ExpressionWrapper(
-            Coalesce("finished_at", "expired_at", Now()) - F("created_at"), output_field=DurationField()
-        ),
+        "duration": Elapsed(),
         "tool": F("tool_name"),
         "server": F("server__name"),
         "status": F("status"),
     }[sort.key]
     # No NULLS modifier: it would keep SQLite from walking the index (last_seen_at is set at creation).
     return tasks.order_by(OrderBy(expression, descending=sort.descending), "-id")
+
+
+class Elapsed(Func):
+    """Seconds from a task's start to its end (finish or expiry), or to now while it runs.
+
+    On SQLite in plain julianday() arithmetic: Django's own datetime subtraction there calls a
+    Python function per row, which made sorting 100k tasks by duration take 500 ms instead of 40."""
+
+    output_field = FloatField()
+
+    def __init__(self) -> None:
+        super().__init__(F("finished_at"), F("expired_at"), F("created_at"))
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        finished, expired, created = (compiler.compile(part)[0] for part in self.get_source_expressions())
+        if connection.vendor == "sqlite":
+            sql = f"(julianday(COALESCE({finished}, {expired}, 'now')) - julianday({created})) * 86400"
+        else:
+            sql = f"EXTRACT(EPOCH FROM COALESCE({finished}, {expired}, now()) - {created})"
+        return sql, []
 
 
 def day_start(text: str) -> datetime | None:

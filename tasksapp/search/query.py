@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 
 from tasksapp.search.index import TABLE
@@ -66,33 +66,37 @@ def tsquery(terms: list[Term]) -> str:
 def matching(text: str) -> Q | None:
     """A filter for tasks whose document matches `text`; None when nothing searchable was typed.
 
-    Uses the index table through `id IN (SELECT ...)`, one query with the list it filters.
+    One query with the list it filters: `id IN (SELECT ... FROM the index)`.
     """
     terms = parse(text)
     if not terms:
         return None
-    if all(term.excluded for term in terms):  # only -words: every task but those that have one
+    if connection.vendor not in ("sqlite", "postgresql"):
+        return _substring(terms)  # another database: no index, but the same meaning
+    wanted = [term for term in terms if not term.excluded]
+    if not wanted:  # only -words: every task but those that have one of them
         flipped = [Term(term.words, term.phrase, excluded=False) for term in terms]
-        return ~_any_of(flipped)
-    return _indexed(terms)
+        either = " OR " if connection.vendor == "sqlite" else " | "
+        return Q(_in_index(either.join(_one_of(connection.vendor, [term]) for term in flipped), negate=True))
+    return Q(_in_index(_one_of(connection.vendor, terms)))
 
 
-def _any_of(terms: list[Term]) -> Q:
-    found = Q(pk__in=[])
-    for term in terms:
-        found |= _indexed([term])
-    return found
+def _one_of(vendor: str, terms: list[Term]) -> str:
+    return fts5_query(terms) if vendor == "sqlite" else tsquery(terms)
 
 
-def _indexed(terms: list[Term]) -> Q:
+def _in_index(query: str, *, negate: bool = False) -> RawSQL:
+    """`id IN (matches)` as a condition. On SQLite the `+` keeps the planner walking the list's own
+    order (created_at index) and probing the matches, instead of fetching every match and sorting:
+    a word in 70% of 100k tasks costs 10 ms rather than 280 ms."""
+    # The typed text travels as a parameter; only constant names are formatted in.
     if connection.vendor == "sqlite":
-        # The typed text travels as a parameter; only the constant table name is formatted in.
-        sql = f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH %s"  # noqa: S608
-        return Q(pk__in=RawSQL(sql, [fts5_query(terms)]))  # noqa: S611
-    if connection.vendor == "postgresql":
-        sql = f"SELECT task_id FROM {TABLE} WHERE document @@ to_tsquery('simple', %s)"  # noqa: S608
-        return Q(pk__in=RawSQL(sql, [tsquery(terms)]))  # noqa: S611
-    return _substring(terms)  # another database: no index, but the same meaning
+        matches = f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH %s"  # noqa: S608
+        sql = f'+"tasksapp_remotetask"."id" IN ({matches})'
+    else:
+        matches = f"SELECT task_id FROM {TABLE} WHERE document @@ to_tsquery('simple', %s)"  # noqa: S608
+        sql = f'"tasksapp_remotetask"."id" IN ({matches})'
+    return RawSQL(f"NOT ({sql})" if negate else sql, [query], output_field=BooleanField())  # noqa: S611
 
 
 def _substring(terms: list[Term]) -> Q:
