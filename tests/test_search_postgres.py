@@ -41,7 +41,8 @@ from django.utils import timezone
 now = timezone.now()
 for key, seconds in (("tool", 50), ("arguments", 5), ("message", 500)):
     start = now - timedelta(hours=1)
-    RemoteTask.objects.filter(pk=ids[key]).update(created_at=start, finished_at=start + timedelta(seconds=seconds))
+    end = start + timedelta(seconds=seconds)
+    RemoteTask.objects.filter(pk=ids[key]).update(created_at=start, finished_at=end)
 RemoteTask.objects.filter(pk__in=[ids["result"], ids["user"]]).update(created_at=now - timedelta(days=2))
 longest = search.ordered(search.filtered({}), search.parse_sort("-duration"))
 out["by duration"] = list(longest.values_list("id", flat=True))
