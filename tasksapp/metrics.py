@@ -185,7 +185,7 @@ def _channel_layer() -> dict[str, Any]:
 
     def check() -> dict[str, Any]:
         async_to_sync(round_trip)()
-        backend = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
+        backend = str(settings.CHANNEL_LAYERS["default"]["BACKEND"]).rsplit(".", 1)[-1]
         return {"backend": backend}
 
     return _timed(check)

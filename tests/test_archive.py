@@ -2,6 +2,7 @@
 listens to it; nothing more is sent to it; an admin can bring it back. Against the reference server."""
 
 import contextlib
+from collections.abc import Iterator
 
 import pytest
 from django.urls import reverse
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def running(demo_registered: McpServer) -> RemoteTask:
+def running(demo_registered: McpServer) -> Iterator[RemoteTask]:
     started = services.call_start(
         server=demo_registered,
         tool="run_forever",

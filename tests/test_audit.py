@@ -5,6 +5,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -15,7 +16,7 @@ from tests.opsdata import logged_in, person, server
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def shown(client, **params: str) -> str:
+def shown(client: Client, **params: str) -> str:
     response = client.get(reverse("tasks:audit"), params)
     assert response.status_code == 200
     return response.content.decode()

@@ -77,12 +77,13 @@ def test_metrics_report_tasks_inputs_answers_and_the_workers_figures(
         server=demo_registered, tool="slow_count", arguments={"n": 2, "delay": 0.1}, user=None
     )
     assert started.task is not None
+    pk = started.task.pk
 
     # The worker is another process in production: all /metrics sees of it is its heartbeat row.
     run_worker_until(
         lambda: (
             WorkerHeartbeat.objects.filter(polls__gte=2).exists()
-            and RemoteTask.objects.get(pk=started.task.pk).status == "completed"
+            and RemoteTask.objects.get(pk=pk).status == "completed"
         ),
         listen=False,
         heartbeat_seconds=0.1,

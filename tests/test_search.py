@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -18,7 +19,7 @@ from tests.peers.launch import RunningPeer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def found(client, **params: str) -> list[int]:
+def found(client: Client, **params: str) -> list[int]:
     response = client.get(reverse("tasks:list"), params)
     assert response.status_code == 200
     return listed(response.content.decode())
@@ -64,12 +65,13 @@ def test_the_index_follows_what_the_worker_writes(
         server=demo_registered, tool="fail_tool", arguments={"delay": 0.2}, user=None
     )
     assert started.task is not None
+    pk = started.task.pk
     assert found(viewer, q="upstream refused") == []  # the result is not there yet
 
-    run_worker_until(lambda: RemoteTask.objects.get(pk=started.task.pk).status == "completed", listen=False)
+    run_worker_until(lambda: RemoteTask.objects.get(pk=pk).status == "completed", listen=False)
 
-    assert found(viewer, q="upstream refused") == [started.task.pk]
-    assert found(viewer, q="deliberate", tool="FAIL") == [started.task.pk]
+    assert found(viewer, q="upstream refused") == [pk]
+    assert found(viewer, q="deliberate", tool="FAIL") == [pk]
 
 
 def test_filters_for_user_date_range_and_tool_substring() -> None:

@@ -5,7 +5,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, FloatField, Func, OrderBy, QuerySet
+from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 
 from tasksapp.models import RemoteTask, RemoteTaskQuerySet
@@ -105,13 +107,21 @@ class Elapsed(Func):
     def __init__(self) -> None:
         super().__init__(F("finished_at"), F("expired_at"), F("created_at"))
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+    def as_sql(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra_context: Any,
+    ) -> tuple[str, tuple[str | int, ...]]:
         finished, expired, created = (compiler.compile(part)[0] for part in self.get_source_expressions())
         if connection.vendor == "sqlite":
             sql = f"(julianday(COALESCE({finished}, {expired}, 'now')) - julianday({created})) * 86400"
         else:
             sql = f"EXTRACT(EPOCH FROM COALESCE({finished}, {expired}, now()) - {created})"
-        return sql, []
+        return sql, ()
 
 
 def day_start(text: str) -> datetime | None:

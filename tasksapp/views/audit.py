@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 
 from tasksapp import exports, services
 from tasksapp.models import McpServer, OperatorAction
@@ -36,7 +36,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 
 @require(VIEW)
-def audit_export(request: HttpRequest, fmt: str) -> HttpResponse:
+def audit_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
     if fmt not in exports.FORMATS:
         raise Http404("Export as csv or jsonl.")
     filters = _filters(request.GET)

@@ -5,7 +5,7 @@ import hmac
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -42,7 +42,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 @require(VIEW)
-def task_export(request: HttpRequest, fmt: str) -> HttpResponse:
+def task_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
     """The filtered, sorted task list as a streamed download; task ids only for who may act on tasks."""
     if fmt not in exports.FORMATS:
         raise Http404("Export as csv or jsonl.")
