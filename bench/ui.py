@@ -61,6 +61,14 @@ URLS = [
     ("q=zzzz (no match)", "/tasks/?q=zzzz"),
     ("sort=tool", "/tasks/?sort=tool"),
     ("page=1000", "/tasks/?page=1000"),
+    # issue 12 #4: full-text search (FTS5 on SQLite, tsvector on PostgreSQL), filters and sorts
+    ("search q=counted (~70%)", "/tasks/?q=counted"),
+    ("search q=simulated failure", "/tasks/?q=simulated+failure"),
+    ('search q="tick 7" -x', "/tasks/?q=%22tick+7%22+-zzzz"),
+    ("filter tool~+dates+user", "/tasks/?tool=count&from=2026-01-02&to=2026-01-05&user=1"),
+    ("sort=-duration", "/tasks/?sort=-duration"),
+    ("sort=-changed", "/tasks/?sort=-changed"),
+    ("search+sort=duration", "/tasks/?q=counted&sort=duration"),
     ("overview /", "/"),
     ("inbox", "/inbox/"),
 ]
@@ -360,6 +368,7 @@ def measure(client: Any, requests: int) -> dict[str, dict[str, Any]]:
             "url": url,
             "median": statistics.median(wall[label]),
             "p95": pct(wall[label], 95),
+            "p99": pct(wall[label], 99),
             "cpu": statistics.median(cpu[label]),
             "queries": len(captured.captured_queries),
             "sql_ms": statistics.median(sql_runs),
@@ -384,12 +393,13 @@ def print_stage(size: int, timings: dict[str, float], rows: dict[str, dict[str, 
     )
     print(f"load average now: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
-        f"{'request':<24} {'median ms':>10} {'p95 ms':>8} {'CPU ms':>7} {'queries':>8} {'SQL ms':>7}"
-        f" {'slowest q':>10} {'KiB':>5}  page"
+        f"{'request':<28} {'median ms':>10} {'p95 ms':>8} {'p99 ms':>8} {'CPU ms':>7} {'queries':>8}"
+        f" {'SQL ms':>7} {'slowest q':>10} {'KiB':>5}  page"
     )
     for label, row in rows.items():
         print(
-            f"{label:<24} {row['median']:>10.1f} {row['p95']:>8.1f} {row['cpu']:>7.1f} {row['queries']:>8} "
+            f"{label:<28} {row['median']:>10.1f} {row['p95']:>8.1f} {row['p99']:>8.1f} {row['cpu']:>7.1f} "
+            f"{row['queries']:>8} "
             f"{row['sql_ms']:>7.1f} {row['slowest_ms']:>10.1f} {row['bytes'] / 1024:>5.0f}  {row['page']}"
         )
 
@@ -397,20 +407,20 @@ def print_stage(size: int, timings: dict[str, float], rows: dict[str, dict[str, 
 def print_summary(
     sizes: list[int], results: dict[int, dict[str, dict[str, Any]]], n: int, engine: str
 ) -> None:
-    print(f"\n== summary ({engine}; median / p95 ms of {n} requests; SQL queries per request) ==")
-    head = f"{'request':<24}" + "".join(f" {f'{s:,} tasks':>26}" for s in sizes)
+    print(f"\n== summary ({engine}; median / p99 ms of {n} requests; SQL queries per request) ==")
+    head = f"{'request':<28}" + "".join(f" {f'{s:,} tasks':>26}" for s in sizes)
     print(head)
     for label, _ in URLS:
         cells = []
         for size in sizes:
             row = results[size][label]
-            cells.append(f"{row['median']:.1f} / {row['p95']:.1f} ms, {row['queries']} q")
-        print(f"{label:<24}" + "".join(f" {c:>26}" for c in cells))
+            cells.append(f"{row['median']:.1f} / {row['p99']:.1f} ms, {row['queries']} q")
+        print(f"{label:<28}" + "".join(f" {c:>26}" for c in cells))
     print("\nCPU time of the test process per request (median ms; SQLite's work included, PostgreSQL's not):")
     print(head)
     for label, _ in URLS:
         cells = [f"{results[size][label]['cpu']:.1f}" for size in sizes]
-        print(f"{label:<24}" + "".join(f" {c:>26}" for c in cells))
+        print(f"{label:<28}" + "".join(f" {c:>26}" for c in cells))
     big = sizes[-1]
     print(f"\nslowest query per request at {big:,} tasks:")
     for label, _ in URLS:

@@ -1,4 +1,7 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class TasksappConfig(AppConfig):
@@ -9,3 +12,18 @@ class TasksappConfig(AppConfig):
         # Imported for their side effects: the deploy checks; the logout and deactivation signals
         # that close live sockets.
         from tasksapp import checks, events  # noqa: F401
+
+        post_migrate.connect(_search_triggers, sender=self)
+
+
+def _search_triggers(using: str, **kwargs: Any) -> None:
+    """Put the search index's triggers back if a migration rebuilt tasksapp_remotetask (SQLite does that
+    for many column changes, and dropping a table drops its triggers). Idempotent."""
+    from django.db import connections
+
+    from tasksapp.search import index
+
+    connection = connections[using]
+    if "tasksapp_remotetask" in connection.introspection.table_names():
+        index.install(connection, backfill=False)
+

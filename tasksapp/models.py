@@ -29,6 +29,9 @@ class McpServer(models.Model):
     url = models.URLField(max_length=2000)
     headers_encrypted = models.TextField(blank=True, default="", editable=False)
     enabled = models.BooleanField(default=True)
+    archived = models.BooleanField(
+        default=False, help_text="kept read-only: never polled, no calls, answers or cancels (issue 12 #10)"
+    )
 
     era = models.CharField(max_length=10, choices=Era.choices, blank=True, default="")
     supported_versions = models.JSONField(default=list, blank=True)
@@ -93,6 +96,8 @@ class McpServer(models.Model):
 
     @property
     def health(self) -> str:
+        if self.archived:
+            return "archived"
         if not self.enabled:
             return "disabled"
         if self.backoff_until and self.backoff_until > timezone.now():
@@ -120,8 +125,10 @@ STALE = Q(server__consecutive_failures__gt=0) | Q(server__enabled=False)
 
 class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
     def active(self) -> "RemoteTaskQuerySet":
-        """Tasks the worker must keep watching: not terminal, not expired, server enabled."""
-        return self.exclude(status__in=TERMINAL).filter(expired=False, server__enabled=True)
+        """Tasks the worker must keep watching: not terminal, not expired, server enabled and not archived."""
+        return self.exclude(status__in=TERMINAL).filter(
+            expired=False, server__enabled=True, server__archived=False
+        )
 
     def needing_input(self) -> "RemoteTaskQuerySet":
         return self.active().filter(status="input_required")
@@ -221,6 +228,7 @@ class RemoteTask(models.Model):
         indexes = [
             models.Index(fields=["status", "expired", "lease_until"], name="task_active_lease"),
             models.Index(fields=["server", "status"], name="task_server_status"),
+            models.Index(fields=["last_seen_at"], name="task_last_change"),
         ]
 
     def __str__(self) -> str:
@@ -392,6 +400,9 @@ class OperatorAction(models.Model):
         OAUTH_LOST = "oauth_lost", "authorization lost"
         OAUTH_SETTINGS = "oauth_settings", "changed OAuth client"
         OAUTH_DISCONNECT = "oauth_disconnect", "removed authorization"
+        SERVER_ARCHIVE = "server_archive", "archived server"
+        SERVER_UNARCHIVE = "server_unarchive", "un-archived server"
+        EXPORT = "export", "exported"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -424,6 +435,11 @@ class WorkerHeartbeat(models.Model):
     polls = models.PositiveBigIntegerField(default=0)
     pushes = models.PositiveBigIntegerField(default=0)
     streams_open = models.PositiveIntegerField(default=0)
+    # Figures for /metrics, written with each beat so any web process can read every worker's.
+    poll_errors = models.PositiveBigIntegerField(default=0)
+    lag_p50_ms = models.FloatField(null=True, blank=True, help_text="scheduling lag since the previous beat")
+    lag_p99_ms = models.FloatField(null=True, blank=True)
+    lag_max_ms = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-last_beat_at"]

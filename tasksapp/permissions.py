@@ -9,7 +9,8 @@ from functools import wraps
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 START = "tasksapp.start_remotetask"
@@ -23,12 +24,12 @@ def can(user: Any, permission: str) -> bool:
     return bool(user.is_authenticated and user.is_active and user.has_perm(permission))
 
 
-def require(permission: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """A view decorator: 403 unless the logged-in user holds `permission`."""
+def require[R: HttpResponseBase](permission: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """A view decorator: 403 unless the logged-in user holds `permission`. R: streamed downloads too."""
 
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    def decorate(view: Callable[..., R]) -> Callable[..., R]:
         @wraps(view)
-        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> R:
             if not can(request.user, permission):
                 raise PermissionDenied(refusal(request.user, permission))
             return view(request, *args, **kwargs)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasksapp.views import inbox, oauth, overview, servers, tasks, tools
+from tasksapp.views import audit, inbox, oauth, ops, overview, servers, tasks, tools
 
 app_name = "tasks"
 
@@ -8,6 +8,7 @@ urlpatterns = [
     path("", overview.overview, name="overview"),
     path("tasks/", tasks.task_list, name="list"),
     path("tasks/find/", tasks.task_find, name="find"),
+    path("tasks/export.<str:fmt>", ops.task_export, name="export"),
     path("tasks/<int:pk>/", tasks.task_detail, name="detail"),
     path("tasks/<int:pk>/cancel/", tasks.task_cancel, name="cancel"),
     path("tasks/<int:pk>/raw.json", tasks.task_raw, name="raw"),
@@ -20,8 +21,12 @@ urlpatterns = [
     path("servers/<int:pk>/edit/", servers.server_edit, name="server-edit"),
     path("servers/<int:pk>/refresh/", servers.server_refresh, name="server-refresh"),
     path("servers/<int:pk>/tools/", servers.server_tools, name="server-tools"),
+    path("servers/<int:pk>/archive/", ops.server_archive, name="server-archive"),
     path("servers/<int:pk>/tools/<path:name>/run/", tools.tool_run, name="tool-run"),
-    path("audit/", servers.audit_log, name="audit"),
+    path("audit/", audit.audit_log, name="audit"),
+    path("audit/export.<str:fmt>", audit.audit_export, name="audit-export"),
+    path("metrics", ops.metrics_view, name="metrics"),
+    path("healthz", ops.healthz, name="healthz"),
     path("servers/<int:pk>/connect/", oauth.connect, name="oauth-connect"),
     path("servers/<int:pk>/disconnect/", oauth.disconnect, name="oauth-disconnect"),
     path("servers/<int:pk>/oauth/", oauth.client_settings, name="oauth-settings"),

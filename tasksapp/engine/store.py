@@ -44,8 +44,9 @@ def lease_span() -> timedelta:
 
 
 def enabled_servers() -> dict[int, ServerRow]:
+    """The servers to poll and listen to: enabled and not archived (an archived one is never polled)."""
     rows: dict[int, ServerRow] = {}
-    for server in McpServer.objects.filter(enabled=True).select_related("authorization"):
+    for server in McpServer.objects.filter(enabled=True, archived=False).select_related("authorization"):
         try:
             headers = server.headers
             oauth, oauth_signature = worker_oauth(server)
@@ -202,21 +203,35 @@ def worker_name(requested: str | None) -> str:
     return requested or f"{socket.gethostname()}:{os.getpid()}"
 
 
-def heartbeat(worker: str, *, started: datetime, held: int, polls: int, pushes: int, streams: int) -> None:
-    WorkerHeartbeat.objects.update_or_create(
-        worker=worker,
-        defaults={
-            "hostname": socket.gethostname(),
-            "pid": os.getpid(),
-            "started_at": started,
-            "last_beat_at": timezone.now(),
-            "stopped_at": None,
-            "tasks_held": held,
-            "polls": polls,
-            "pushes": pushes,
-            "streams_open": streams,
-        },
-    )
+def heartbeat(
+    worker: str,
+    *,
+    started: datetime,
+    held: int,
+    polls: int,
+    pushes: int,
+    streams: int,
+    errors: int = 0,
+    lag_ms: tuple[float, float, float] | None = None,
+) -> None:
+    """Record this worker as alive, with its figures for /metrics (counters since it started;
+    `lag_ms` is (p50, p99, max) of the scheduling lag since the previous beat: None, without polls
+    since then, keeps the previous figures)."""
+    figures: dict[str, object] = {
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "started_at": started,
+        "last_beat_at": timezone.now(),
+        "stopped_at": None,
+        "tasks_held": held,
+        "polls": polls,
+        "pushes": pushes,
+        "streams_open": streams,
+        "poll_errors": errors,
+    }
+    if lag_ms is not None:
+        figures["lag_p50_ms"], figures["lag_p99_ms"], figures["lag_max_ms"] = lag_ms
+    WorkerHeartbeat.objects.update_or_create(worker=worker, defaults=figures)
 
 
 def heartbeat_stop(worker: str) -> None:

@@ -51,9 +51,23 @@ class WorkerStats:
     changes: int = 0
     errors: int = 0
     lags: deque[float] = field(default_factory=lambda: deque(maxlen=LAG_SAMPLES))  # the latest lags
+    since_beat: list[float] = field(default_factory=list)  # lags since the last heartbeat (for /metrics)
 
     def record_lag(self, seconds: float) -> None:
         self.lags.append(seconds)
+        if len(self.since_beat) < LAG_SAMPLES:
+            self.since_beat.append(seconds)
+
+    def take_lag_ms(self) -> tuple[float, float, float] | None:
+        """(p50, p99, max) in ms of the lags since the last call, or None if there were none."""
+        window, self.since_beat = sorted(self.since_beat), []
+        if not window:
+            return None
+        return _rank(window, 0.5) * 1000, _rank(window, 0.99) * 1000, window[-1] * 1000
+
+
+def _rank(ordered: list[float], share: float) -> float:
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 class Worker:
@@ -168,6 +182,8 @@ class Worker:
             polls=self.stats.polls,
             pushes=self.stats.pushes,
             streams=streams,
+            errors=self.stats.errors,
+            lag_ms=self.stats.take_lag_ms(),
         )
 
     async def run(self, *, duration: float | None = None, once: bool = False) -> None:

@@ -1,18 +1,27 @@
 """The only code that writes models. Views, the worker, the admin and the commands all call these."""
 
 from tasksapp.services.calls import CallStarted, call_start, pending_call_answer
-from tasksapp.services.common import CallFailed, NotAllowed, NotRecorded, RemoteFailed, ServiceError
+from tasksapp.services.common import (
+    CallFailed,
+    NotAllowed,
+    NotRecorded,
+    RemoteFailed,
+    ServiceError,
+    export_record,
+)
 from tasksapp.services.inputs import input_resend_stuck, task_answer
 from tasksapp.services.oauth import oauth_mark_needed
 from tasksapp.services.servers import (
     DiscoveryPreview,
     same_origin,
+    server_archive,
     server_create,
     server_preview,
     server_record_failure,
     server_record_success,
     server_refresh,
     server_set_listen_support,
+    server_unarchive,
     server_update,
 )
 from tasksapp.services.tasks import (
@@ -33,16 +42,19 @@ __all__ = [
     "RemoteFailed",
     "ServiceError",
     "call_start",
+    "export_record",
     "input_resend_stuck",
     "oauth_mark_needed",
     "pending_call_answer",
     "same_origin",
+    "server_archive",
     "server_create",
     "server_preview",
     "server_record_failure",
     "server_record_success",
     "server_refresh",
     "server_set_listen_support",
+    "server_unarchive",
     "server_update",
     "task_adopt",
     "task_answer",

@@ -26,6 +26,7 @@ from tasksapp.services.common import (
     RemoteFailed,
     audit,
     describe,
+    refuse_archived,
     with_client,
 )
 from tasksapp.services.tasks import task_create
@@ -47,6 +48,7 @@ class CallStarted:
 
 def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user: Any) -> CallStarted:
     """tools/call, handling all three outcomes. A task is persisted before this returns."""
+    refuse_archived(server)
     if not server.enabled:
         raise NotAllowed(f"Server {server.name} is disabled.")
 
@@ -71,6 +73,7 @@ def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user:
 
 def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user: Any) -> CallStarted:
     """Retry the original call with inputResponses and the echoed requestState, once."""
+    refuse_archived(pending.server)
     claimed = PendingCall.objects.filter(pk=pending.pk, state="open").update(state="sending")
     if not claimed:
         raise NotAllowed("This call was already answered; nothing was sent.")

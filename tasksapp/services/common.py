@@ -39,6 +39,15 @@ class RemoteFailed(ServiceError):
         self.cause = cause
 
 
+def refuse_archived(server: McpServer) -> None:
+    """Archived servers are kept read-only (issue 12 #10): nothing may be sent to them."""
+    if server.archived:
+        raise NotAllowed(
+            f"Server {server.name} is archived: its tasks and history are read-only. "
+            "An admin can un-archive it on the Servers page."
+        )
+
+
 def client_for(server: McpServer, auth: "httpx.Auth | None" = None) -> McpClient:
     era = server.era if server.era in ("modern", "legacy") else None
     return McpClient(
@@ -83,6 +92,16 @@ def describe(exc: McpError) -> str:
     if isinstance(exc, ProtocolError):
         return f"the server answered {exc.code}: {exc.message}"
     return str(exc)
+
+
+def export_record(*, user: Any, detail: dict[str, Any]) -> None:
+    """Audit a download of the task list or the audit log (what, which format, which filters)."""
+    audit(user, "export", detail={**detail, "summary": _export_summary(detail)})
+
+
+def _export_summary(detail: dict[str, Any]) -> str:
+    filters = ", ".join(f"{key}={value}" for key, value in detail.get("filters", {}).items())
+    return f"{detail.get('what')} as {detail.get('format')}" + (f" ({filters})" if filters else "")
 
 
 def audit(

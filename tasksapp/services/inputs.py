@@ -9,7 +9,14 @@ from django.utils import timezone
 from tasksapp import crypto, events
 from tasksapp.mcpclient import McpClient, McpError
 from tasksapp.models import InputRequest, RemoteTask
-from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+from tasksapp.services.common import (
+    NotAllowed,
+    RemoteFailed,
+    audit,
+    describe,
+    refuse_archived,
+    with_client,
+)
 from tasksapp.services.tasks import task_note
 
 # The three elicitation actions stay apart: "cancel" (dismissed, no choice made) is not "decline".
@@ -23,6 +30,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
     The row moves open -> sending in one conditional UPDATE, so of two concurrent answers only
     one wins and sends; the other gets NotAllowed. A failed send puts the row back to open.
     """
+    refuse_archived(task.server)
     request = InputRequest.objects.filter(task=task, key_hash__in=crypto.fingerprints(key)).first()
     if request is None:
         raise NotAllowed("This input request is unknown for this task.")

@@ -20,7 +20,15 @@ from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
 from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import McpServer, RemoteTask
 from tasksapp.services import oauth
-from tasksapp.services.common import NotAllowed, RemoteFailed, ServiceError, audit, describe, with_client
+from tasksapp.services.common import (
+    NotAllowed,
+    RemoteFailed,
+    ServiceError,
+    audit,
+    describe,
+    refuse_archived,
+    with_client,
+)
 
 NEEDS_AUTHORIZATION = (
     "This server needs authorization (OAuth). Save it, then use Connect on its page to sign in at its "
@@ -145,7 +153,10 @@ def server_update(
         kept = {}
     after = {"name": name, "url": url, "enabled": enabled, "headers": _masked(kept or {})}
     detail = _changes(before, after, server, kept)
+    if timeouts is not None:
+        _timeout_changes(detail, server, timeouts)
     try:
+        refuse_archived(server)
         if kept is None:
             raise NotAllowed(UNREADABLE_HEADERS)
         if name != server.name and McpServer.objects.filter(name=name).exclude(pk=server.pk).exists():
@@ -178,6 +189,7 @@ def server_update(
 def server_refresh(*, server: McpServer, user: Any = None) -> McpServer:
     """Discover again and refresh the tool list (and the era, should the server have been upgraded)."""
     try:
+        refuse_archived(server)
         try:
             headers = server.headers
         except crypto.SecretUnreadable:
@@ -195,6 +207,33 @@ def server_refresh(*, server: McpServer, user: Any = None) -> McpServer:
         server.save()
         detail = {"url": server.url, "era": server.era, "tools": len(server.tools)}
         audit(user, "server_refresh", server=server, detail=detail)
+        events.publish_server_changed(server.pk)
+    return server
+
+
+def server_archive(*, server: McpServer, user: Any) -> McpServer:
+    """Keep a server's tasks and history, read-only: the worker stops polling it and nothing more is
+    sent to it (calls, answers, cancels are refused). Open input requests stay as they are, unanswerable."""
+    return _set_archived(server, user, archived=True)
+
+
+def server_unarchive(*, server: McpServer, user: Any) -> McpServer:
+    """Bring an archived server back: its unfinished tasks are polled again from the next worker refresh."""
+    return _set_archived(server, user, archived=False)
+
+
+def _set_archived(server: McpServer, user: Any, *, archived: bool) -> McpServer:
+    action = "server_archive" if archived else "server_unarchive"
+    with transaction.atomic():
+        changed = McpServer.objects.filter(pk=server.pk, archived=not archived).update(archived=archived)
+        server.refresh_from_db()
+        if not changed:
+            state = "archived" if archived else "not archived"
+            raise NotAllowed(f"Server {server.name} is already {state}.")
+        open_tasks = server.tasks.exclude(status__in=("completed", "failed", "cancelled")).count()
+        summary = f"archived: {_shown(not archived)} → {_shown(archived)}"
+        detail = {"summary": summary, "open_tasks": open_tasks}
+        audit(user, action, server=server, detail=detail)
         events.publish_server_changed(server.pk)
     return server
 
@@ -315,6 +354,21 @@ def _changes(
         changes["headers"] = [before["headers"], after["headers"]]
     summary = "; ".join(f"{key}: {_shown(old)} → {_shown(new)}" for key, (old, new) in changes.items())
     return {"changes": changes, "summary": summary or "no change"}
+
+
+def _timeout_changes(detail: dict[str, Any], server: McpServer, timeouts: tuple[int, int]) -> None:
+    """Add changed timeouts to an edit's audit detail, the same way as the other fields."""
+    read, call = timeouts
+    for key, old, new in (
+        ("read_timeout_seconds", server.read_timeout_seconds, read),
+        ("call_timeout_seconds", server.call_timeout_seconds, call),
+    ):
+        if old != new:
+            detail["changes"][key] = [old, new]
+    changes = detail["changes"].items()
+    detail["summary"] = "; ".join(f"{key}: {_shown(old)} → {_shown(new)}" for key, (old, new) in changes) or (
+        "no change"
+    )
 
 
 def _shown(value: Any) -> str:

@@ -16,7 +16,14 @@ from tasksapp.mcpclient import (
     McpError,
 )
 from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
-from tasksapp.services.common import NotAllowed, RemoteFailed, audit, describe, with_client
+from tasksapp.services.common import (
+    NotAllowed,
+    RemoteFailed,
+    audit,
+    describe,
+    refuse_archived,
+    with_client,
+)
 from tasksapp.services.timeline import timeline_record
 
 MAX_STATUS_MESSAGE = 4000
@@ -139,6 +146,7 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
     even when the server confirms at once; a refused send takes the record back.
     """
     task.refresh_from_db()
+    refuse_archived(task.server)
     if task.is_terminal or task.expired:
         raise NotAllowed(f"Task #{task.pk} has already finished ({task.display_status}); nothing to cancel.")
     remote_id, _ = task.remote_id, task.server.headers  # an unreadable secret stops here, before any record

@@ -19,7 +19,9 @@ INBOX_LIMIT = 500
 def open_requests() -> list[InputRequest]:
     """Every open request, most urgent first: least TTL left, then oldest."""
     rows = list(
-        InputRequest.objects.filter(state="open", task__expired=False, task__server__enabled=True)
+        InputRequest.objects.filter(
+            state="open", task__expired=False, task__server__enabled=True, task__server__archived=False
+        )
         .exclude(task__status__in=("completed", "failed", "cancelled"))
         .select_related("task__server")[:INBOX_LIMIT]
     )

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect
 
 from tasksapp import services
 from tasksapp.mcpclient.wire import parse_header_lines
-from tasksapp.models import LARGE_SERVER_COLUMNS, McpServer, OperatorAction
+from tasksapp.models import LARGE_SERVER_COLUMNS, McpServer
 from tasksapp.permissions import MANAGE_SERVERS, VIEW, require
 from tasksapp.views.common import page
 
@@ -185,19 +185,3 @@ def server_tools(request: HttpRequest, pk: int) -> HttpResponse:
         if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
     ]
     return page(request, "tasksapp/server_tools.html", {"server": server, "tools": tools}, nav="servers")
-
-
-@require(VIEW)
-def audit_log(request: HttpRequest) -> HttpResponse:
-    from django.core.paginator import Paginator
-
-    actions = OperatorAction.objects.select_related("user", "server", "task").order_by("-created_at", "-id")
-    if action := request.GET.get("action"):
-        actions = actions.filter(action=action)
-    current = Paginator(actions, 100).get_page(request.GET.get("page"))
-    return page(
-        request,
-        "tasksapp/audit.html",
-        {"page_obj": current, "choices": OperatorAction.Action.choices, "action": action or ""},
-        nav="audit",
-    )

@@ -1,13 +1,13 @@
 """The task list, a task's page, cancelling, and its raw JSON."""
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 
-from tasksapp import crypto, services
-from tasksapp.models import McpServer, RemoteTask, RemoteTaskQuerySet
+from tasksapp import crypto, search, services
+from tasksapp.models import McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
 from tasksapp.views.common import page
 from tasksapp.views.present import task_context
@@ -25,17 +25,16 @@ STATUS_FILTERS = [
     ("expired", "expired"),
     ("stale", "stale (server failing or off)"),
 ]
-SORTS = {"created": "created_at", "status": "status", "tool": "tool_name", "server": "server__name"}
 # The pager's words: "older" and "newer" only when the list is sorted by age.
 PAGER_WORDS = {"-created": ("newer", "older"), "created": ("older", "newer")}
 
 
 @require(VIEW)
 def task_list(request: HttpRequest) -> HttpResponse:
-    tasks, filters = _filtered(request)
-    sort = request.GET.get("sort", "-created")
-    field = SORTS.get(sort.lstrip("-"), "created_at")
-    ordered = tasks.order_by(f"-{field}" if sort.startswith("-") else field, "-id")
+    filters = search.filters_from(request.GET)
+    sorting = search.parse_sort(request.GET.get("sort", search.DEFAULT_SORT))
+    sort = sorting.value
+    ordered = search.ordered(search.filtered(filters), sorting)
     current = Paginator(ordered, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     for key in ("page", "sort"):  # the links add their own: one of each, never piled up
@@ -47,6 +46,9 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "status_filters": STATUS_FILTERS,
         "sort": sort,
         "servers": McpServer.objects.order_by("name").only("id", "name"),
+        "users": get_user_model().objects.order_by("username").only("id", "username"),
+        "sorting": sorting,
+        "sort_options": search.sort_options(),
         "query": query.urlencode(),
         "earlier": earlier,
         "later": later,
@@ -54,20 +56,6 @@ def task_list(request: HttpRequest) -> HttpResponse:
     fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
     live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}
     return page(request, "tasksapp/task_list.html", context, nav="tasks", live=live)
-
-
-def _filtered(request: HttpRequest) -> tuple[RemoteTaskQuerySet, dict[str, str]]:
-    filters = {key: request.GET.get(key, "").strip()[:200] for key in ("status", "server", "tool", "q")}
-    tasks = RemoteTask.objects.for_list()
-    if filters["status"]:
-        tasks = tasks.with_display_status(filters["status"])
-    if filters["server"].isdigit():
-        tasks = tasks.filter(server_id=int(filters["server"]))
-    if filters["tool"]:
-        tasks = tasks.filter(tool_name=filters["tool"])
-    if text := filters["q"]:
-        tasks = tasks.filter(Q(status_message__icontains=text) | Q(tool_name__icontains=text))
-    return tasks, filters
 
 
 @require(VIEW)

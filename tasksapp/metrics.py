@@ -1,0 +1,206 @@
+"""Prometheus figures and the health check, both read from the database at request time.
+
+Workers are separate processes (often on other machines), so their figures travel in their heartbeat
+rows (tasksapp.engine.store.heartbeat, every few seconds) rather than in prometheus_client's
+multiprocess files: any web process can serve /metrics for the whole deployment, and a worker that
+died stops being reported once its heartbeat is older than the lease. Each scrape builds a fresh
+registry with one collector; it runs a fixed number of queries whatever the number of tasks.
+"""
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.utils import timezone
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+from tasksapp.models import InputRequest, McpServer, PendingCall, RemoteTask, WorkerHeartbeat
+
+ANSWER_BUCKETS = (5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
+CHANNEL_CHECK_SECONDS = 2.0
+
+
+def live_heartbeats() -> list[WorkerHeartbeat]:
+    """Workers that beat within the lease window and have not said they stopped."""
+    since = timezone.now() - timedelta(seconds=settings.MCP_LEASE_SECONDS)
+    return list(WorkerHeartbeat.objects.filter(stopped_at__isnull=True, last_beat_at__gte=since))
+
+
+class DashboardCollector(Collector):
+    def collect(self) -> Iterator[Any]:
+        yield from self._tasks()
+        yield from self._inputs()
+        yield from self._servers()
+        yield from self._workers(live_heartbeats())
+
+    def _tasks(self) -> Iterator[Any]:
+        tasks = GaugeMetricFamily(
+            "mcp_tasks", "Tasks in the mirror by status (expired apart)", labels=["status"]
+        )
+        counts = RemoteTask.objects.values("status", "expired").annotate(n=Count("id")).order_by()
+        by_status: dict[str, int] = {}
+        for row in counts:
+            status = "expired" if row["expired"] else row["status"]
+            by_status[status] = by_status.get(status, 0) + row["n"]
+        for status, n in sorted(by_status.items()):
+            tasks.add_metric([status], n)
+        yield tasks
+
+    def _inputs(self) -> Iterator[Any]:
+        open_requests = GaugeMetricFamily(
+            "mcp_input_requests_open", "Input requests waiting for a person", labels=["kind"]
+        )
+        open_requests.add_metric(
+            ["task"], InputRequest.objects.filter(state="open", task__expired=False).count()
+        )
+        open_requests.add_metric(["pre_task"], PendingCall.objects.filter(state="open").count())
+        yield open_requests
+        yield self._answer_latency()
+
+    def _answer_latency(self) -> HistogramMetricFamily:
+        """Seconds from an input request first seen to a person's answer, over every answered request."""
+        answered = InputRequest.objects.filter(answered_at__isnull=False)
+        waited = ExpressionWrapper(F("answered_at") - F("first_seen_at"), output_field=DurationField())
+        buckets = {
+            f"b{i}": Count("id", filter=Q(answered_at__lte=F("first_seen_at") + timedelta(seconds=bound)))
+            for i, bound in enumerate(ANSWER_BUCKETS)
+        }
+        figures = answered.aggregate(total=Count("id"), waited=Sum(waited), **buckets)
+        cumulative = [(_bound(b), float(figures[f"b{i}"])) for i, b in enumerate(ANSWER_BUCKETS)]
+        total_waited = figures["waited"] or timedelta()
+        family = HistogramMetricFamily(
+            "mcp_input_answer_seconds", "Time from an input request appearing to a person answering it"
+        )
+        family.add_metric(
+            [],
+            [*cumulative, ("+Inf", float(figures["total"]))],
+            sum_value=total_waited.total_seconds(),
+        )
+        return family
+
+    def _servers(self) -> Iterator[Any]:
+        servers = GaugeMetricFamily("mcp_servers", "Registered MCP servers by health", labels=["health"])
+        health: dict[str, int] = {}
+        columns = ("enabled", "archived", "backoff_until", "consecutive_failures", "last_success_at")
+        for server in McpServer.objects.only(*columns):
+            health[server.health] = health.get(server.health, 0) + 1
+        for name, n in sorted(health.items()):
+            servers.add_metric([name], n)
+        yield servers
+
+    def _workers(self, beats: list[WorkerHeartbeat]) -> Iterator[Any]:
+        alive = GaugeMetricFamily("mcp_workers_alive", "Workers whose heartbeat is within the lease window")
+        alive.add_metric([], len(beats))
+        yield alive
+        polls = CounterMetricFamily("mcp_worker_polls", "tasks/get polls answered", labels=["worker"])
+        errors = CounterMetricFamily("mcp_worker_poll_errors", "Polls that failed", labels=["worker"])
+        pushes = CounterMetricFamily(
+            "mcp_worker_pushes", "Changes received on listen streams", labels=["worker"]
+        )
+        streams = GaugeMetricFamily("mcp_worker_listen_streams", "Open listen streams", labels=["worker"])
+        held = GaugeMetricFamily("mcp_worker_tasks_held", "Tasks leased by the worker", labels=["worker"])
+        lag = GaugeMetricFamily(
+            "mcp_worker_schedule_lag_seconds",
+            "How late polls started against their schedule, since the previous heartbeat",
+            labels=["worker", "quantile"],
+        )
+        for beat in beats:
+            polls.add_metric([beat.worker], beat.polls)
+            errors.add_metric([beat.worker], beat.poll_errors)
+            pushes.add_metric([beat.worker], beat.pushes)
+            streams.add_metric([beat.worker], beat.streams_open)
+            held.add_metric([beat.worker], beat.tasks_held)
+            for quantile, value in (
+                ("0.5", beat.lag_p50_ms),
+                ("0.99", beat.lag_p99_ms),
+                ("1", beat.lag_max_ms),
+            ):
+                if value is not None:
+                    lag.add_metric([beat.worker, quantile], value / 1000)
+        yield from (polls, errors, pushes, streams, held, lag)
+
+
+def _bound(seconds: float) -> str:
+    return f"{seconds:g}"
+
+
+def exposition() -> bytes:
+    """The Prometheus text format for one scrape."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DashboardCollector())
+    return generate_latest(registry)
+
+
+# --- /healthz ---------------------------------------------------------------------------------
+
+
+def health(*, require_workers: bool) -> tuple[bool, dict[str, Any]]:
+    """(healthy, report). Nothing in the report is secret: no names, URLs, hosts or errors' details."""
+    checks = {"database": _database(), "channel_layer": _channel_layer(), "workers": _workers()}
+    needed = ["database", "channel_layer", *(["workers"] if require_workers else [])]
+    healthy = all(checks[name]["ok"] for name in needed)
+    return healthy, {"status": "ok" if healthy else "unavailable", "checks": checks}
+
+
+def _timed(check: Any) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        details = check()
+        ok = True
+    except Exception as exc:  # a health check reports every failure, whatever it is
+        details, ok = {"error": type(exc).__name__}, False
+    return {"ok": ok, "ms": round((time.perf_counter() - started) * 1000, 1), **details}
+
+
+def _database() -> dict[str, Any]:
+    def check() -> dict[str, Any]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        return {"vendor": connection.vendor}
+
+    return _timed(check)
+
+
+def _channel_layer() -> dict[str, Any]:
+    """A message sent to a fresh channel of this process's layer, and received back."""
+
+    async def round_trip() -> None:
+        layer = get_channel_layer()
+        assert layer is not None, "no channel layer configured"
+        channel = await layer.new_channel(prefix=f"healthz.{uuid.uuid4().hex[:8]}")
+        await layer.send(channel, {"type": "healthz.ping"})
+        async with asyncio.timeout(CHANNEL_CHECK_SECONDS):
+            await layer.receive(channel)
+
+    def check() -> dict[str, Any]:
+        async_to_sync(round_trip)()
+        backend = str(settings.CHANNEL_LAYERS["default"]["BACKEND"]).rsplit(".", 1)[-1]
+        return {"backend": backend}
+
+    return _timed(check)
+
+
+def _workers() -> dict[str, Any]:
+    def check() -> dict[str, Any]:
+        beats = live_heartbeats()
+        lags = [beat.lag_p99_ms for beat in beats if beat.lag_p99_ms is not None]
+        return {
+            "alive": len(beats),
+            "tasks_held": sum(beat.tasks_held for beat in beats),
+            "schedule_lag_p99_ms": max(lags) if lags else None,
+        }
+
+    result = _timed(check)
+    result["ok"] = bool(result["ok"] and result.get("alive"))
+    return result

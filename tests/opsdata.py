@@ -1,0 +1,56 @@
+"""Rows and people for the operator-feature tests (search, exports, audit, archive, metrics)."""
+
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.utils import timezone
+
+from tasksapp.models import McpServer, RemoteTask
+
+
+def person(name: str, role: str) -> User:
+    user = User.objects.create_user(name)  # no password: force_login needs none, and hashing one is slow
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def logged_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def server(name: str = "alpha") -> McpServer:
+    return McpServer.objects.create(name=name, url=f"http://127.0.0.1:9/{name}", era="modern")
+
+
+def task(
+    on: McpServer,
+    tool: str = "slow_count",
+    *,
+    remote_id: str | None = None,
+    started: datetime | None = None,
+    took: float | None = None,
+    **fields: Any,
+) -> RemoteTask:
+    """A mirrored task as the services would leave it; `took` seconds finishes it (completed)."""
+    row = RemoteTask(server=on, tool_name=tool, status=fields.pop("status", "working"), **fields)
+    row.set_remote_id(remote_id or secrets.token_urlsafe(24))
+    row.save()
+    if started is not None or took is not None:
+        start = started or timezone.now()
+        finish = start + timedelta(seconds=took) if took is not None else None
+        status = "completed" if took is not None else row.status
+        RemoteTask.objects.filter(pk=row.pk).update(created_at=start, finished_at=finish, status=status)
+        row.refresh_from_db()
+    return row
+
+
+def listed(html: str) -> list[int]:
+    """Task ids in the order the task list shows them."""
+    import re
+
+    return [int(pk) for pk in re.findall(r'<tr id="task-row-(\d+)"', html)]
