@@ -210,6 +210,8 @@ MCP_POLL_JITTER = env_int("MCP_POLL_JITTER_PERCENT", 10, minimum=0) / 100
 MCP_BACKOFF_BASE_MS = env_int("MCP_BACKOFF_BASE_MS", 1000, minimum=10)
 MCP_BACKOFF_MAX_MS = env_int("MCP_BACKOFF_MAX_MS", 300000, minimum=10)
 MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
+# A worker whose polls start later than this (p99 between two heartbeats) reports itself behind.
+MCP_WORKER_LAG_P99_MS = env_int("MCP_WORKER_LAG_P99_MS", 1000, minimum=0)
 MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
 MCP_LISTEN_ACK_TIMEOUT_MS = env_int("MCP_LISTEN_ACK_TIMEOUT_MS", 10000, minimum=100)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)

@@ -208,5 +208,10 @@ def heartbeat(worker: str, *, started: datetime, held: int, polls: int, pushes: 
     )
 
 
+def heartbeat_health(worker: str, *, behind_since: datetime | None, note: str) -> None:
+    """Whether the worker keeps up with its schedule (tasksapp.engine.health), for the overview."""
+    WorkerHeartbeat.objects.filter(worker=worker).update(behind_since=behind_since, behind_note=note[:300])
+
+
 def heartbeat_stop(worker: str) -> None:
     WorkerHeartbeat.objects.filter(worker=worker).update(stopped_at=timezone.now())
