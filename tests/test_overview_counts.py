@@ -131,3 +131,28 @@ def test_live_overview_is_rendered_once_per_interval_for_all_viewers_of_a_role()
     assert len(set(pages)) == 1  # viewer and operator see the same overview today
     assert 'id="overview-live"' in pages[0] and 'hx-swap-oob="true"' in pages[0]
     assert "quiet" in pages[0]
+
+
+def test_longest_running_are_the_oldest_active_tasks_of_enabled_servers() -> None:
+    from tasksapp.views.overview import long_running
+
+    on, off = (McpServer.objects.create(name=n, url="http://127.0.0.1:9/mcp") for n in ("on", "off"))
+    McpServer.objects.filter(pk=off.pk).update(enabled=False)
+    now = timezone.now()
+    made = {}
+    for i, (server, status, expired) in enumerate(
+        [
+            (off, "working", False),  # oldest, but its server is disabled
+            (on, "completed", False),
+            (on, "working", True),  # expired
+            (on, "input_required", False),
+            (on, "working", False),
+        ]
+        + [(on, "working", False)] * 12
+    ):
+        task = RemoteTask(server=server, tool_name=f"t{i}", status=status, expired=expired)
+        task.set_remote_id(f"id-{i}")
+        task.save()
+        RemoteTask.objects.filter(pk=task.pk).update(created_at=now - timedelta(hours=100 - i))
+        made[i] = task.pk
+    assert [task.pk for task in long_running()] == [made[i] for i in range(3, 13)]

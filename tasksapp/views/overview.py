@@ -69,10 +69,13 @@ def overview_live_html(user: Any, *, interval: float = LIVE_INTERVAL_SECONDS) ->
 
 
 def long_running() -> list[RemoteTask]:
-    """The oldest active tasks: the first few of each active status (index task_status_age), merged."""
+    """The oldest active tasks: the first few of each active status, merged. Each is read in the order
+    of index task_status_age and stops after a few rows; the servers are a subquery, not a join, or
+    SQLite loops over servers outside and sorts every active task of each (20 ms at 100k tasks)."""
+    watched = McpServer.objects.filter(enabled=True).values("pk")  # as RemoteTaskQuerySet.active()
     oldest: list[RemoteTask] = []
     for status in ("working", "input_required"):
-        rows = RemoteTask.objects.for_list().active().filter(status=status)
+        rows = RemoteTask.objects.for_list().filter(status=status, expired=False, server_id__in=watched)
         oldest += rows.order_by("created_at")[:LONG_RUNNING]
     return sorted(oldest, key=lambda task: (task.created_at, task.pk))[:LONG_RUNNING]
 
