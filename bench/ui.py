@@ -609,7 +609,7 @@ def _client() -> Any:
 
 def page_alone(url: str, requests: int) -> dict[str, Any]:
     """One user: median and p99 wall time, CPU per request, SQL queries, size of the page."""
-    from django.db import connection
+    from django.db import connection, connections
     from django.test.utils import CaptureQueriesContext
 
     client = _client()
@@ -619,6 +619,7 @@ def page_alone(url: str, requests: int) -> dict[str, Any]:
     for _ in range(requests):
         c0, t0 = time.process_time(), time.perf_counter()
         response = client.get(url)
+        connections.close_all()  # as a server does after each request
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
     with CaptureQueriesContext(connection) as captured:
@@ -651,6 +652,9 @@ def page_loaded(url: str, users: int, seconds: float) -> dict[str, Any]:
             while time.perf_counter() < stop:
                 t0 = time.perf_counter()
                 response = client.get(url)
+                # The test Client keeps its thread's connection; a server hands it back after each
+                # request (to PostgreSQL's pool; SQLite reconnects per request, CONN_MAX_AGE 0).
+                connections.close_all()
                 took = (time.perf_counter() - t0) * 1000
                 with lock:
                     (times if response.status_code == 200 else failures).append(
