@@ -118,7 +118,7 @@ def mount() -> None:
     from django.conf import settings
     from django.urls import clear_url_caches
 
-    urls = import_module(settings.ROOT_URLCONF)
+    urls: Any = import_module(settings.ROOT_URLCONF)
     urls.urlpatterns += [
         path("bench-baseline/", overview),
         path("bench-baseline/inbox/", inbox),

@@ -1,7 +1,7 @@
 """The overview's counts (kept by triggers, tasksapp.counts) equal a fresh aggregate, and its live
 partial is rendered once per interval for every viewer of a role."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -35,7 +35,7 @@ def fresh_tiles() -> dict[str, int]:
     return RemoteTask.objects.aggregate(**{key: Count("id", filter=q) for key, q in FRESH.items()})
 
 
-def fresh_hours(field: str) -> dict[object, int]:
+def fresh_hours(field: str) -> dict[datetime, int]:
     start = (timezone.now() - timedelta(hours=23)).replace(minute=0, second=0, microsecond=0)
     rows = (
         RemoteTask.objects.filter(**{f"{field}__gte": start})

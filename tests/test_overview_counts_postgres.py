@@ -39,7 +39,7 @@ def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        return conn.execute(sql).fetchall()  # type: ignore[arg-type]
+        return conn.execute(sql).fetchall()
 
 
 def run(url: str, *statements: str) -> None:
@@ -47,7 +47,7 @@ def run(url: str, *statements: str) -> None:
 
     with psycopg.connect(url) as conn:
         for statement in statements:
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
 
 
 def kept(url: str) -> set[tuple[Any, ...]]:
