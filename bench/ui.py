@@ -555,6 +555,8 @@ def loaded_main(args: argparse.Namespace) -> None:
         gc.freeze()
         rows = []
         for label, url, before in LOADED_URLS:
+            if args.only and not any(label.startswith(word) for word in args.only.split(",")):
+                continue
             for version, target in (("before", before), ("today", url)):
                 if target is None:
                     continue
@@ -758,7 +760,7 @@ def print_loaded(
         )
     by = {(r["label"], r["version"]): r for r in rows}
     for label, _, before in LOADED_URLS:
-        if before:
+        if before and (label, "before") in by:
             old, new = by[(label, "before")], by[(label, "today")]
             print(
                 f"{label}: today / before = {new['alone_p50'] / old['alone_p50']:.3f} alone, "
@@ -1041,6 +1043,7 @@ def main() -> None:
     ld.add_argument("--alone", type=int, default=20, help="requests per page by one user")
     ld.add_argument("--viewers", type=int, default=100, help="overview tabs for the live-refresh cost")
     ld.add_argument("--database-url", help="a throw-away PostgreSQL database ('bench' in its name)")
+    ld.add_argument("--only", default="", help="pages whose label starts so, e.g. 'inbox' or 'overview,task'")
     pp = sub.add_parser("populate", help="(internal) fill the database of the environment for `live`")
     pp.add_argument("--size", type=int, required=True)
     args = parser.parse_args()
