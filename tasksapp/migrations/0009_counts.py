@@ -24,7 +24,7 @@ def uninstall_counts(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasksapp', '0006_stale_and_timeline'),
+        ('tasksapp', '0007_oauth'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
