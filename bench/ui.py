@@ -4,6 +4,7 @@
     .venv/bin/python bench/ui.py list [--sizes 1000,10000,100000] [--requests 20]
     .venv/bin/python bench/ui.py list --database-url postgres://postgres@127.0.0.1:5432/bench_ui
     .venv/bin/python bench/ui.py live [--tasks 3] [--n 30] [--delay 0.3]
+    .venv/bin/python bench/ui.py loaded [--tasks 100000] [--open-requests 1000] [--users 20] [--seconds 10]
 
 Prints numbers; asserts nothing (it is not a test). docs/benchmarks-ui.md has the results.
 
@@ -25,6 +26,14 @@ live: `manage.py demo` (Daphne, websockets, worker, reference MCP server: one pr
     each DOM change is matched, by its statusMessage, to the TaskEvent the worker wrote for it:
     t_server = its remote_updated_at (the reference server's lastUpdatedAt, ISO with µs),
     t_worker = its observed_at (set inside the worker's transaction, before commit).
+
+loaded: a fresh database with --tasks tasks (as `list` makes them, the newest recent) and
+    --open-requests open elicitations; for /, /inbox/ and /tasks/: --alone requests by one user,
+    then --users threads (each a logged-in Django test Client, no think time) for --seconds; the
+    overview and inbox also as they were before issue 13 (bench/ui_baseline.py, mounted at
+    /bench-baseline/), in the same process and run. "server ms/req loaded" is the run's time over
+    the requests answered: the time each request holds the one process. Then the overview's live
+    refresh for --viewers tabs over one interval, before (a render per tab) and today.
 """
 
 from __future__ import annotations
@@ -476,6 +485,305 @@ def profile(client: Any, url: str, repeat: int = 10) -> None:
     print("\n".join(text.getvalue().splitlines()[:70]))
 
 
+# --- part c: pages under load (issue 13) ---------------------------------------------------------
+
+LOADED_URLS = [  # (label, today's URL, the same page as before issue 13, or None where unchanged)
+    ("overview /", "/", "/bench-baseline/"),
+    ("inbox", "/inbox/", "/bench-baseline/inbox/"),
+    ("task list", "/tasks/", None),
+]
+FORM_PARAMS = {
+    "message": "Please fill in your contact details.",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "email": {"type": "string", "format": "email", "title": "E-mail"},
+            "age": {"type": "integer", "minimum": 0, "title": "Age"},
+            "plan": {"type": "string", "enum": ["free", "team", "enterprise"], "title": "Plan"},
+            "newsletter": {"type": "boolean", "title": "Newsletter"},
+        },
+        "required": ["name", "email"],
+    },
+}
+
+
+def loaded_main(args: argparse.Namespace) -> None:
+    """--tasks tasks and --open-requests open input requests; each page alone, then under --users
+    concurrent users (threads with their own logged-in Client, no think time) for --seconds; today's
+    views beside the views as they were before issue 13 (bench/ui_baseline.py), in the same run."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench-ui-loaded-"))
+    os.environ.pop("REDIS_URL", None)
+    os.environ["DASHBOARD_VAR_DIR"] = str(scratch)
+    os.environ["LOG_LEVEL"] = "WARNING"
+    admin_url = None
+    if args.database_url:
+        parts = urlsplit(args.database_url)
+        name = parts.path.lstrip("/")
+        if "bench" not in name:
+            raise SystemExit(f"--database-url must name a throw-away database ('bench' in it), not {name!r}")
+        admin_url = urlunsplit(parts._replace(path="/postgres"))
+        _pg(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
+        os.environ["DATABASE_URL"] = args.database_url
+    else:
+        os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'db.sqlite3'}"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "dashboard.settings"
+    import django
+
+    django.setup()
+    import ui_baseline  # type: ignore[import-not-found]  # bench/ is on sys.path, not a package
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import connection
+
+    engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[1]
+    print(
+        f"database: {engine}; Django {django.get_version()}; {os.cpu_count()} cores; "
+        f"python {sys.version.split()[0]}"
+    )
+    try:
+        call_command("migrate", verbosity=0, interactive=False)
+        from tasksapp.models import McpServer
+
+        server = McpServer.objects.create(
+            name="bench", url="http://127.0.0.1:9/mcp", era="modern", tasks_supported=True
+        )
+        t0 = time.perf_counter()
+        base = datetime.now(UTC) - timedelta(seconds=10 * args.tasks)  # the newest tasks are recent
+        grow(server, 0, args.tasks, random.Random(42), base=base)
+        opened = open_input_requests(args.open_requests)
+        print(
+            f"{args.tasks:,} tasks, {opened:,} open input requests "
+            f"({time.perf_counter() - t0:.0f} s to set up)"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+        ui_baseline.mount()
+        User.objects.create_superuser("bench", password=secrets.token_urlsafe(12))
+        gc.collect()
+        gc.freeze()
+        rows = []
+        for label, url, before in LOADED_URLS:
+            if args.only and not any(label.startswith(word) for word in args.only.split(",")):
+                continue
+            for version, target in (("before", before), ("today", url)):
+                if target is None:
+                    continue
+                alone = page_alone(target, args.alone)
+                loaded = page_loaded(target, args.users, args.seconds)
+                rows.append({"label": label, "version": version, "url": target, **alone, **loaded})
+                print_loaded_row(rows[-1])
+        live = live_refresh_cost(args.viewers)
+        print_loaded(rows, live, args, engine)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if admin_url:
+            _pg(
+                admin_url,
+                f'DROP DATABASE IF EXISTS "{urlsplit(args.database_url).path.lstrip("/")}" WITH (FORCE)',
+            )
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def open_input_requests(count: int) -> int:
+    """One open elicitation (a five-field form) on each of `count` tasks that need input; their
+    TTLs spread over the next hours so the inbox has an order to keep."""
+    from datetime import UTC, datetime
+
+    from tasksapp.models import InputRequest, RemoteTask
+
+    now = datetime.now(UTC)
+    tasks = list(RemoteTask.objects.filter(status="input_required", expired=False).order_by("id")[:count])
+    rng = random.Random(3)
+    for task in tasks:
+        task.remote_created_at, task.ttl_ms = now, rng.randint(60, 6 * 3600) * 1000
+    RemoteTask.objects.bulk_update(tasks, ["remote_created_at", "ttl_ms"], batch_size=1000)
+    rows = []
+    for task in tasks:
+        row = InputRequest(task=task, method="elicitation/create", params=FORM_PARAMS)
+        row.set_key(secrets.token_urlsafe(24))
+        rows.append(row)
+    InputRequest.objects.bulk_create(rows, batch_size=1000)
+    return len(rows)
+
+
+def _client() -> Any:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(User.objects.get(username="bench"))
+    return client
+
+
+def page_alone(url: str, requests: int) -> dict[str, Any]:
+    """One user: median and p99 wall time, CPU per request, SQL queries, size of the page."""
+    from django.db import connection, connections
+    from django.test.utils import CaptureQueriesContext
+
+    client = _client()
+    for _ in range(2):
+        assert client.get(url).status_code == 200, url
+    wall, cpu = [], []
+    for _ in range(requests):
+        c0, t0 = time.process_time(), time.perf_counter()
+        response = client.get(url)
+        connections.close_all()  # as a server does after each request
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    return {
+        "alone_p50": pct(wall, 50),
+        "alone_p99": pct(wall, 99),
+        "alone_cpu": statistics.median(cpu),
+        "queries": len(captured.captured_queries),
+        "bytes": len(response.content),
+    }
+
+
+def page_loaded(url: str, users: int, seconds: float) -> dict[str, Any]:
+    """`users` threads, each a logged-in user requesting `url` again as soon as the last answer came,
+    until `seconds` have passed (a request under way then finishes and counts)."""
+    import threading
+
+    from django.db import connections
+
+    clients = [_client() for _ in range(users)]
+    times: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    start = threading.Event()
+
+    def user(client: Any) -> None:
+        start.wait()
+        try:
+            while time.perf_counter() < stop:
+                t0 = time.perf_counter()
+                response = client.get(url)
+                # The test Client keeps its thread's connection; a server hands it back after each
+                # request (to PostgreSQL's pool; SQLite reconnects per request, CONN_MAX_AGE 0).
+                connections.close_all()
+                took = (time.perf_counter() - t0) * 1000
+                with lock:
+                    if response.status_code == 200:
+                        times.append(took)
+                    else:
+                        failures.append(str(response.status_code))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=user, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    c0, t0 = time.process_time(), time.perf_counter()
+    stop = t0 + seconds
+    start.set()
+    for thread in threads:
+        thread.join()
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    done = len(times)
+    return {
+        "loaded_n": done,
+        "loaded_p50": pct(times, 50) if times else float("nan"),
+        "loaded_p99": pct(times, 99) if times else float("nan"),
+        "per_s": done / elapsed,
+        "busy_ms": 1000 * elapsed / max(done, 1),  # one process: the time each request holds it
+        "loaded_cpu": 1000 * cpu / max(done, 1),
+        "failures": len(failures),
+    }
+
+
+def live_refresh_cost(viewers: int) -> dict[str, float]:
+    """The overview's live refresh for `viewers` open overview tabs, one interval: before issue 13 each
+    tab's consumer rendered the partial itself; today overview_live_html renders it once and shares it."""
+    import ui_baseline
+    from django.contrib.auth.models import User
+    from django.core.cache import cache
+    from django.template.loader import render_to_string
+
+    from tasksapp.permissions import roles_of
+    from tasksapp.views.overview import overview_live_html
+
+    user = User.objects.get(username="bench")
+    roles_of(user)
+
+    def before() -> None:
+        for _ in range(viewers):
+            render_to_string(
+                "tasksapp/overview.html#overview-live",
+                {**ui_baseline.overview_context(), "oob": True, **roles_of(user)},
+            )
+
+    def today() -> None:
+        cache.clear()  # a new interval
+        for _ in range(viewers):
+            overview_live_html(user)
+
+    out = {}
+    for name, run in (("before", before), ("today", today)):
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - t0) * 1000)
+        out[name] = statistics.median(times)
+    t0 = time.perf_counter()
+    cache.clear()
+    overview_live_html(user)
+    out["one_render"] = (time.perf_counter() - t0) * 1000
+    return out
+
+
+def print_loaded_row(row: dict[str, Any]) -> None:
+    print(
+        f"{row['label']:<11} {row['version']:<7} alone p50 {row['alone_p50']:8.1f} ms, "
+        f"CPU {row['alone_cpu']:7.1f} ms,"
+        f" {row['queries']:3d} q, {row['bytes'] / 1024:7.0f} KiB | {row['loaded_n']:5d} requests under load:"
+        f" p50 {row['loaded_p50']:8.1f} p99 {row['loaded_p99']:8.1f} ms, {row['busy_ms']:7.1f} ms each,"
+        f" {row['failures']} failed",
+        flush=True,
+    )
+
+
+def print_loaded(
+    rows: list[dict[str, Any]], live: dict[str, float], args: argparse.Namespace, engine: str
+) -> None:
+    print(
+        f"\n== pages at {args.tasks:,} tasks and {args.open_requests:,} open requests ({engine}); alone: "
+        f"{args.alone} requests; loaded: {args.users} concurrent users for {args.seconds:g} s =="
+    )
+    print(
+        "| page | code | alone p50 ms | alone p99 ms | CPU ms/req | queries | KiB "
+        "| loaded p50 ms | loaded p99 ms | server ms/req loaded | req/s |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['label']} | {r['version']} | {r['alone_p50']:.1f} | {r['alone_p99']:.1f} "
+            f"| {r['alone_cpu']:.1f} "
+            f"| {r['queries']} | {r['bytes'] / 1024:.0f} | {r['loaded_p50']:.0f} | {r['loaded_p99']:.0f} "
+            f"| {r['busy_ms']:.1f} | {r['per_s']:.1f} |"
+        )
+    by = {(r["label"], r["version"]): r for r in rows}
+    for label, _, before in LOADED_URLS:
+        if before and (label, "before") in by:
+            old, new = by[(label, "before")], by[(label, "today")]
+            print(
+                f"{label}: today / before = {new['alone_p50'] / old['alone_p50']:.3f} alone, "
+                f"{new['busy_ms'] / old['busy_ms']:.3f} server time per request under load"
+            )
+    print(
+        f"\nlive overview refresh, one interval, {args.viewers} overview tabs: "
+        f"before {live['before']:.0f} ms "
+        f"({args.viewers} renders), today {live['today']:.1f} ms (one render {live['one_render']:.1f} ms, "
+        f"then {args.viewers - 1} cache hits); ratio {live['today'] / live['before']:.4f}"
+    )
+
+
 # --- part b: server change -> DOM --------------------------------------------------------------
 
 OBSERVER_JS = """
@@ -624,21 +932,45 @@ def chromium_version() -> str:
 def consumer_render_cost(pk: int, repeat: int = 20) -> dict[str, list[float]]:
     """What LiveConsumer._render_task costs per task.changed, for a task page and an overview page."""
     from django.contrib.auth.models import User
+    from django.core.cache import cache
+    from django.template.loader import render_to_string
 
-    from tasksapp.consumers import LiveConsumer
+    from tasksapp.models import RemoteTask
+    from tasksapp.permissions import roles_of
+    from tasksapp.views.overview import overview_context, overview_live_html
+    from tasksapp.views.present import task_context
 
+    user = User.objects.get(username="demo")
+
+    def task_card() -> str:  # the section a task page's socket is sent on a status change
+        task = RemoteTask.objects.for_detail().get(pk=pk)
+        context = {**task_context(task, user), **roles_of(user), "oob": True}
+        return render_to_string("tasksapp/task_detail.html#task-card", context)
+
+    def per_tab() -> str:  # what main rendered per overview tab and change burst
+        context = {**overview_context(), "oob": True, **roles_of(user)}
+        return render_to_string("tasksapp/overview.html#overview-live", context)
+
+    def shared() -> str:
+        cache.clear()  # each call a new interval: the one render every interval pays
+        return overview_live_html(user)
+
+    # "overview": what the consumer renders per overview tab (on main, per tab and change burst);
+    # "overview shared": overview_live_html, rendered once per interval for all tabs of a role.
+    renders = {
+        "task": task_card,
+        "overview": per_tab,
+        "overview shared": shared,
+    }
     out = {}
-    for page in ("task", "overview"):
-        consumer = LiveConsumer()
-        consumer.scope = {"user": User.objects.get(username="demo")}
-        consumer.page, consumer.task_id = page, pk
-        consumer._render_task(pk)
+    for name, render in renders.items():
+        assert render(), name  # a render that returns nothing would time nothing
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            consumer._render_task(pk)
+            render()
             times.append((time.perf_counter() - t0) * 1000)
-        out[page] = times
+        out[name] = times
     return out
 
 
@@ -687,7 +1019,8 @@ def print_live(
         )
     )
     print(row("consumer render, task page (4 partials)", render_ms.get("task", [])))
-    print(row("consumer render, overview page", render_ms.get("overview", [])))
+    print(row("consumer render, overview page (per tab)", render_ms.get("overview", [])))
+    print(row("overview_live_html, one render per interval", render_ms.get("overview shared", [])))
     print(f"changes the mirror recorded but the DOM never showed: {missed}")
     clock = [abs(s["clock_check"]) for s in samples]
     if clock:
@@ -719,6 +1052,17 @@ def main() -> None:
     lv.add_argument("--background-tasks", type=int, default=0, help="pre-fill the demo's database")
     lv.add_argument("--overview-tabs", type=int, default=0, help="overview pages kept open meanwhile")
     lv.add_argument("--list-tabs", type=int, default=0, help="task-list pages kept open meanwhile")
+    ld = sub.add_parser(
+        "loaded", help="/, /inbox/, /tasks/ alone and under concurrent users, before and today"
+    )
+    ld.add_argument("--tasks", type=int, default=100_000)
+    ld.add_argument("--open-requests", type=int, default=1000)
+    ld.add_argument("--users", type=int, default=20)
+    ld.add_argument("--seconds", type=float, default=10)
+    ld.add_argument("--alone", type=int, default=20, help="requests per page by one user")
+    ld.add_argument("--viewers", type=int, default=100, help="overview tabs for the live-refresh cost")
+    ld.add_argument("--database-url", help="a throw-away PostgreSQL database ('bench' in its name)")
+    ld.add_argument("--only", default="", help="pages whose label starts so, e.g. 'inbox' or 'overview,task'")
     pp = sub.add_parser("populate", help="(internal) fill the database of the environment for `live`")
     pp.add_argument("--size", type=int, required=True)
     args = parser.parse_args()
@@ -728,6 +1072,8 @@ def main() -> None:
         list_main(args)
     elif args.part == "live":
         live_main(args)
+    elif args.part == "loaded":
+        loaded_main(args)
     else:  # both, each in its own process (each points Django at its own database)
         for part in ("list", "live"):
             subprocess.run([sys.executable, __file__, part], check=False, timeout=3600)

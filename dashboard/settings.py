@@ -214,6 +214,8 @@ MCP_BACKOFF_MAX_MS = env_int("MCP_BACKOFF_MAX_MS", 300000, minimum=10)
 MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
 # /metrics accepts "Authorization: Bearer <METRICS_TOKEN>" (empty: logged-in viewers only); docs/deploy.md
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# A worker whose polls start later than this (p99 between two heartbeats) reports itself behind.
+MCP_WORKER_LAG_P99_MS = env_int("MCP_WORKER_LAG_P99_MS", 1000, minimum=0)
 MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
 # A task's timeline: message-only changes within this window fold into one event; at most this many.
 MCP_TIMELINE_COALESCE_MS = env_int("MCP_TIMELINE_COALESCE_MS", 1000, minimum=0)

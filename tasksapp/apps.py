@@ -11,9 +11,11 @@ class TasksappConfig(AppConfig):
     def ready(self) -> None:
         # Imported for their side effects: the deploy checks; the logout and deactivation signals
         # that close live sockets.
-        from tasksapp import checks, events  # noqa: F401
+        from tasksapp import checks, counts, events  # noqa: F401
 
         post_migrate.connect(_search_triggers, sender=self)
+        # A migration that rebuilds the task table on SQLite drops its triggers: put them back.
+        post_migrate.connect(counts.on_post_migrate, sender=self)
 
 
 def _search_triggers(using: str, **kwargs: Any) -> None:

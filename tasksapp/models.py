@@ -229,6 +229,8 @@ class RemoteTask(models.Model):
             models.Index(fields=["status", "expired", "lease_until"], name="task_active_lease"),
             models.Index(fields=["server", "status"], name="task_server_status"),
             models.Index(fields=["last_seen_at"], name="task_last_change"),
+            # The overview's longest-running tasks: the oldest of each active status, in index order.
+            models.Index(fields=["status", "expired", "created_at"], name="task_status_age"),
         ]
 
     def __str__(self) -> str:
@@ -440,6 +442,10 @@ class WorkerHeartbeat(models.Model):
     lag_p50_ms = models.FloatField(null=True, blank=True, help_text="scheduling lag since the previous beat")
     lag_p99_ms = models.FloatField(null=True, blank=True)
     lag_max_ms = models.FloatField(null=True, blank=True)
+    # Falling behind the servers' intervals (scheduling lag p99 over its threshold): since when, and
+    # the figures in words; empty while the worker keeps up. Shown on the overview's workers panel.
+    behind_since = models.DateTimeField(null=True, blank=True)
+    behind_note = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["-last_beat_at"]
@@ -516,3 +522,37 @@ class ServerAuthorization(models.Model):
     @property
     def needs_person(self) -> bool:
         return self.state != self.State.CONNECTED
+
+
+class TaskCount(models.Model):
+    """Tasks per server and state bucket, kept by database triggers (tasksapp.counts): never written
+    by Python code, so no write path can forget it."""
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    status = models.CharField(max_length=20)
+    expired = models.BooleanField()
+    is_tool_error = models.BooleanField()
+    cancel_requested = models.BooleanField()
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server", "status", "expired", "is_tool_error", "cancel_requested"],
+                name="unique_count",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.n} {self.status} on {self.server_id}"
+
+
+class TaskHour(models.Model):
+    """Tasks started (created_at) and finished (finished_at) per UTC hour, kept by the same triggers."""
+
+    hour = models.DateTimeField(unique=True)
+    started = models.BigIntegerField(default=0)
+    finished = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.hour:%Y-%m-%d %H}:00 +{self.started} / {self.finished} done"

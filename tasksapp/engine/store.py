@@ -234,5 +234,10 @@ def heartbeat(
     WorkerHeartbeat.objects.update_or_create(worker=worker, defaults=figures)
 
 
+def heartbeat_health(worker: str, *, behind_since: datetime | None, note: str) -> None:
+    """Whether the worker keeps up with its schedule (tasksapp.engine.health), for the overview."""
+    WorkerHeartbeat.objects.filter(worker=worker).update(behind_since=behind_since, behind_note=note[:300])
+
+
 def heartbeat_stop(worker: str) -> None:
     WorkerHeartbeat.objects.filter(worker=worker).update(stopped_at=timezone.now())

@@ -19,6 +19,7 @@ from django.utils import timezone
 from tasksapp import services
 from tasksapp.connections import CANNOT_WRITE, db_step
 from tasksapp.engine import chores, store
+from tasksapp.engine.health import ScheduleHealth
 from tasksapp.engine.listener import ListenSupervisor
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
 from tasksapp.mcpclient import (
@@ -90,6 +91,7 @@ class Worker:
         self.servers: dict[int, ServerState] = {}
         self.listeners: dict[int, ListenSupervisor] = {}
         self.stats = WorkerStats()
+        self.health = ScheduleHealth(threshold_ms=settings.MCP_WORKER_LAG_P99_MS)
         self.transport_factory = transport_factory
         self._queue: list[tuple[float, int, int]] = []
         self._seq = itertools.count()
@@ -185,6 +187,10 @@ class Worker:
             errors=self.stats.errors,
             lag_ms=self.stats.take_lag_ms(),
         )
+        if self.health.verdict(self.name, timezone.now()):
+            await db(store.heartbeat_health)(
+                self.name, behind_since=self.health.behind_since, note=self.health.note
+            )
 
     async def run(self, *, duration: float | None = None, once: bool = False) -> None:
         deadline = time.monotonic() + duration if duration is not None else None
@@ -319,7 +325,9 @@ class Worker:
     # --- one poll -------------------------------------------------------------------------
 
     async def _poll(self, task: TrackedTask, server: ServerState, due: float) -> None:
-        self.stats.record_lag(time.monotonic() - due)
+        lag = time.monotonic() - due
+        self.stats.record_lag(lag)
+        self.health.observe(lag)
         try:
             await self._poll_once(task, server)
         except CANNOT_WRITE as exc:

@@ -1,0 +1,95 @@
+"""The inbox with many open requests: one page at a time, the most urgent first, no JavaScript needed,
+a constant number of queries whatever the number of open requests."""
+
+import re
+import secrets
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tasksapp.models import InputRequest, McpServer, RemoteTask
+from tasksapp.views.inbox import PAGE_TASKS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+FORM = {
+    "message": "Please fill in your contact details.",
+    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+}
+
+
+def open_tasks(server: McpServer, count: int, *, start: int = 0) -> list[RemoteTask]:
+    """`count` tasks needing input; task i has i minutes of TTL left (so lower i is more urgent)."""
+    now = timezone.now()
+    tasks = []
+    for i in range(start, start + count):
+        task = RemoteTask(
+            server=server,
+            tool_name="ask_form",
+            status="input_required",
+            remote_created_at=now,
+            ttl_ms=(i + 1) * 60_000,
+        )
+        task.set_remote_id(secrets.token_urlsafe(16))
+        tasks.append(task)
+    RemoteTask.objects.bulk_create(tasks)
+    requests = []
+    for task in tasks:
+        request = InputRequest(task=task, method="elicitation/create", params=FORM)
+        request.set_key(secrets.token_urlsafe(16))
+        requests.append(request)
+    InputRequest.objects.bulk_create(requests)
+    return tasks
+
+
+def shown(html: str) -> list[int]:
+    return [int(pk) for pk in re.findall(r'id="inbox-task-(\d+)"', html)]
+
+
+@pytest.fixture
+def operator() -> Client:
+    user = User.objects.create_user("op")
+    user.groups.add(Group.objects.get(name="operator"))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_inbox_pages_hold_the_most_urgent_tasks_first_with_plain_links(operator: Client) -> None:
+    server = McpServer.objects.create(name="s", url="http://127.0.0.1:9/mcp")
+    # Created least urgent first, so neither id nor insertion order gives the urgency order.
+    tasks = list(reversed(open_tasks(server, 2 * PAGE_TASKS + 5)))
+    first = operator.get("/inbox/").content.decode()
+    assert shown(first) == [task.pk for task in reversed(tasks)][:PAGE_TASKS]
+    assert 'href="?page=2"' in first and "page 1 of 3" in first
+    second = operator.get("/inbox/?page=2").content.decode()
+    assert shown(second) == [task.pk for task in reversed(tasks)][PAGE_TASKS : 2 * PAGE_TASKS]
+    assert 'href="?page=1"' in second and 'href="?page=3"' in second
+    # An answer sent from page 2 comes back to page 2.
+    assert 'name="next" value="/inbox/?page=2"' in second
+    last = operator.get("/inbox/?page=3").content.decode()
+    assert len(shown(last)) == 5 and 'rel="next"' not in last
+
+
+def test_inbox_queries_do_not_grow_with_open_requests(operator: Client) -> None:
+    server = McpServer.objects.create(name="s", url="http://127.0.0.1:9/mcp")
+    open_tasks(server, PAGE_TASKS)
+    operator.get("/inbox/")
+    with CaptureQueriesContext(connection) as few:
+        operator.get("/inbox/")
+    open_tasks(server, 5 * PAGE_TASKS, start=PAGE_TASKS)
+    with CaptureQueriesContext(connection) as many:
+        response = operator.get("/inbox/")
+    assert len(shown(response.content.decode())) == PAGE_TASKS
+    assert len(many) == len(few)
+
+
+def test_an_expiring_task_leaves_the_inbox(operator: Client) -> None:
+    server = McpServer.objects.create(name="s", url="http://127.0.0.1:9/mcp")
+    gone, kept = open_tasks(server, 2)
+    RemoteTask.objects.filter(pk=gone.pk).update(expired=True, expired_at=timezone.now() - timedelta(1))
+    assert shown(operator.get("/inbox/").content.decode()) == [kept.pk]
