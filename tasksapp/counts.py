@@ -98,6 +98,7 @@ TILES = [
     ("failed", "failed"),
     ("cancelled", "cancelled"),
     ("expired", "expired"),
+    ("stale", "stale (server failing or off)"),
 ]
 TERMINAL = ("completed", "failed", "cancelled")
 
@@ -122,14 +123,17 @@ def tiles_of(status: str, expired: bool, tool_error: bool, cancel_requested: boo
 
 def status_tiles() -> list[dict[str, Any]]:
     """The overview's tiles, from the counts table: one query over a few rows per server."""
-    from tasksapp.models import TaskCount
+    from tasksapp.models import STALE_SERVERS, TaskCount
 
     totals: dict[str, int] = defaultdict(int)
-    for status, expired, tool_error, cancel, n in TaskCount.objects.filter(n__gt=0).values_list(
-        "status", "expired", "is_tool_error", "cancel_requested", "n"
+    rows = TaskCount.objects.filter(n__gt=0).annotate(stale=STALE_SERVERS)
+    for status, expired, tool_error, cancel, stale, n in rows.values_list(
+        "status", "expired", "is_tool_error", "cancel_requested", "stale", "n"
     ):
         for key in tiles_of(status, expired, tool_error, cancel):
             totals[key] += n
+        if stale and not expired and status not in TERMINAL:  # as RemoteTaskQuerySet.stale()
+            totals["stale"] += n
     return [{"key": key, "label": label, "count": totals[key]} for key, label in TILES]
 
 

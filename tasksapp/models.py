@@ -121,6 +121,8 @@ def _server_large(prefix: str) -> list[str]:
 
 # An active task whose server is failing (or disabled) shows what the server said last, unconfirmed.
 STALE = Q(server__consecutive_failures__gt=0) | Q(server__enabled=False)
+# The same, as a value of any row with a `server` (the overview's counts).
+STALE_SERVERS = models.ExpressionWrapper(STALE, output_field=models.BooleanField())
 
 
 class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):

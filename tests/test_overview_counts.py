@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.models import TERMINAL, McpServer, RemoteTask
+from tasksapp.models import STALE, TERMINAL, McpServer, RemoteTask
 from tasksapp.permissions import OPERATOR, VIEWER
 from tasksapp.views.overview import hourly_chart, overview_context, overview_live_html
 from tests.engine_helpers import run_worker_until
@@ -28,11 +28,13 @@ FRESH = {
     "failed": Q(status="failed"),
     "cancelled": Q(status="cancelled"),
     "expired": Q(expired=True),
+    "stale": STALE & Q(expired=False) & ~Q(status__in=TERMINAL),
 }
 
 
 def fresh_tiles() -> dict[str, int]:
-    return RemoteTask.objects.aggregate(**{key: Count("id", filter=q) for key, q in FRESH.items()})
+    totals = RemoteTask.objects.aggregate(**{f"n_{key}": Count("id", filter=q) for key, q in FRESH.items()})
+    return {key: totals[f"n_{key}"] for key in FRESH}
 
 
 def fresh_hours(field: str) -> dict[datetime, int]:
@@ -97,6 +99,7 @@ def test_counts_equal_a_fresh_aggregate_through_a_mixed_lifecycle(demo_registere
         "failed": 1,
         "cancelled": 1,
         "expired": 1,
+        "stale": 0,
     }
 
     RemoteTask.objects.filter(pk=done[0].pk).delete()  # the admin's delete: no service involved

@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from tasksapp import counts
-from tasksapp.models import STALE, TERMINAL, McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
 from tasksapp.permissions import VIEW, require, roles_of
 from tasksapp.views.common import page
 
@@ -36,7 +36,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 def overview_context() -> dict[str, Any]:
     now = timezone.now()
     return {
-        "tiles": [*counts.status_tiles(), stale_tile()],
+        "tiles": counts.status_tiles(),
         "servers": list(McpServer.objects.defer("tools", "capabilities", "instructions")),
         "workers": list(WorkerHeartbeat.objects.filter(last_beat_at__gte=now - timedelta(days=1))[:20]),
         "long_running": long_running(),
@@ -66,12 +66,6 @@ def overview_live_html(user: Any, *, interval: float = LIVE_INTERVAL_SECONDS) ->
                 )
                 cache.set(key, html, timeout=max(1, round(2 * interval)))
     return str(html)
-
-
-def stale_tile() -> dict[str, Any]:
-    """Active tasks of servers that are failing or off: few rows, read through the server's state."""
-    stale = RemoteTask.objects.filter(STALE, expired=False).exclude(status__in=TERMINAL).count()
-    return {"key": "stale", "label": "stale (server failing or off)", "count": stale}
 
 
 def long_running() -> list[RemoteTask]:
