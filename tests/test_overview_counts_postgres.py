@@ -84,10 +84,10 @@ def test_postgres_counts_follow_inserts_changes_and_deletes(database: str) -> No
         database,
         "INSERT INTO tasksapp_mcpserver (name, url, headers_encrypted, enabled, era, supported_versions, "
         "capabilities, tasks_supported, server_info, instructions, tools, tools_note, roots, last_error, "
-        "consecutive_failures, read_timeout_seconds, call_timeout_seconds, created_at) VALUES "
+        "consecutive_failures, read_timeout_seconds, call_timeout_seconds, archived, created_at) VALUES "
         + ", ".join(
             f"('{name}', 'http://127.0.0.1:9/mcp', '', true, '', '[]', '{{}}', true, '{{}}', '', '[]', '', "
-            "'[]', '', 0, 30, 600, now())"
+            "'[]', '', 0, 30, 600, false, now())"
             for name in "ab"
         ),
         "INSERT INTO tasksapp_remotetask (server_id, remote_id_hash, remote_id_encrypted, tool_name, "
