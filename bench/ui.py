@@ -113,8 +113,9 @@ def pct(values: list[float], p: float) -> float:
 # --- part a: the task list over many rows ------------------------------------------------------
 
 
-def list_main(args: argparse.Namespace) -> None:
-    scratch = Path(tempfile.mkdtemp(prefix="bench-ui-"))
+def _fresh_database(args: argparse.Namespace, scratch: Path) -> str | None:
+    """Point the settings at a new database (SQLite in `scratch`, or the throw-away PostgreSQL
+    database --database-url names, dropped and created again); returns the admin URL for PostgreSQL."""
     os.environ.pop("REDIS_URL", None)
     os.environ["DASHBOARD_VAR_DIR"] = str(scratch)
     os.environ["LOG_LEVEL"] = "WARNING"
@@ -130,6 +131,12 @@ def list_main(args: argparse.Namespace) -> None:
     else:
         os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'db.sqlite3'}"
     os.environ["DJANGO_SETTINGS_MODULE"] = "dashboard.settings"
+    return admin_url
+
+
+def list_main(args: argparse.Namespace) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="bench-ui-"))
+    admin_url = _fresh_database(args, scratch)
     import django
 
     django.setup()
@@ -513,21 +520,7 @@ def loaded_main(args: argparse.Namespace) -> None:
     concurrent users (threads with their own logged-in Client, no think time) for --seconds; today's
     views beside the views as they were before issue 13 (bench/ui_baseline.py), in the same run."""
     scratch = Path(tempfile.mkdtemp(prefix="bench-ui-loaded-"))
-    os.environ.pop("REDIS_URL", None)
-    os.environ["DASHBOARD_VAR_DIR"] = str(scratch)
-    os.environ["LOG_LEVEL"] = "WARNING"
-    admin_url = None
-    if args.database_url:
-        parts = urlsplit(args.database_url)
-        name = parts.path.lstrip("/")
-        if "bench" not in name:
-            raise SystemExit(f"--database-url must name a throw-away database ('bench' in it), not {name!r}")
-        admin_url = urlunsplit(parts._replace(path="/postgres"))
-        _pg(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
-        os.environ["DATABASE_URL"] = args.database_url
-    else:
-        os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'db.sqlite3'}"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "dashboard.settings"
+    admin_url = _fresh_database(args, scratch)
     import django
 
     django.setup()
