@@ -267,6 +267,13 @@ def test_worker_and_daphne_survive_a_database_restart(stack: Stack, processes: P
         lambda: f"{statuses(database)}{processes.output()}",
     )
     wait_until(lambda: overview.since(last_kill) > 0, 10, lambda: f"overview closed: {overview.closed}")
+    # The loads run one after another: one that began during the outage may still be waiting for
+    # its connection when the tasks are done, so wait (bounded) for a load begun after it.
+    wait_until(
+        lambda: any(started >= back + 1 for started, _ in pages.results),
+        10,
+        lambda: f"page loads since the outage: {[r for r in pages.results if r[0] >= outage]}",
+    )
     pages.stop()
     overview.close()
 
