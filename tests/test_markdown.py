@@ -1,4 +1,4 @@
-"""Tool descriptions in markdown: rendered by markdown-it-py, sanitised by nh3, on the pages that show them."""
+"""Tool descriptions in markdown: rendered by markdown-it-py, sanitised by nh3, shown on the pages."""
 
 import re
 
@@ -11,7 +11,7 @@ HOSTILE = (
     "**Counts** slowly.\n\n"
     "<script>alert(1)</script> <img src=x onerror=alert(2)>\n\n"
     "[docs](https://example.com/d) [bad](javascript:alert(3)) [data](data:text/html,<b>x</b>)\n\n"
-    "- one\n- two\n\n`code` <a href=\"https://evil.example\" onclick=\"alert(4)\">raw</a>"
+    '- one\n- two\n\n`code` <a href="https://evil.example" onclick="alert(4)">raw</a>'
 )
 
 

@@ -1,7 +1,7 @@
 """Preferences (issue 12 items 2, 3, 13): time zone, theme, the pages that show them, plurals."""
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -22,7 +22,7 @@ def started_cell(html: str) -> str:
 
 def test_times_are_rendered_in_the_zone_the_user_chose_and_say_it() -> None:
     vera = person("vera", "viewer")
-    task(server(), started=timezone.now().replace(year=2026, month=7, day=1, hour=12, minute=0, second=0, microsecond=0))
+    task(server(), started=datetime(2026, 7, 1, 12, 0, tzinfo=UTC))
     client = logged_in(vera)
     utc = started_cell(client.get("/tasks/").content.decode())
     assert "2026-07-01 12:00:00 UTC" in utc
@@ -36,7 +36,7 @@ def test_times_are_rendered_in_the_zone_the_user_chose_and_say_it() -> None:
 
 
 def test_without_a_choice_the_browser_zone_cookie_is_used_and_a_bad_one_ignored() -> None:
-    task(server(), started=timezone.now().replace(year=2026, month=1, day=15, hour=9, minute=30, second=0, microsecond=0))
+    task(server(), started=datetime(2026, 1, 15, 9, 30, tzinfo=UTC))
     client = logged_in(person("vera", "viewer"))
     client.cookies["tz"] = "America/New_York"
     assert "2026-01-15 04:30:00 EST" in client.get("/tasks/").content.decode()
@@ -71,7 +71,8 @@ def test_theme_button_is_a_form_post_remembered_per_user() -> None:
     assert 'data-theme="dark"' in client.get("/tasks/").content.decode()
     # Another browser of the same user: remembered on the server, not in a cookie.
     assert 'data-theme="dark"' in logged_in(vera).get("/").content.decode()
-    assert logged_in(vera).post("/preferences/theme/", {"theme": "light"}, HTTP_HX_REQUEST="true").status_code == 204
+    background = logged_in(vera).post("/preferences/theme/", {"theme": "light"}, HTTP_HX_REQUEST="true")
+    assert background.status_code == 204
     assert UserPreference.objects.get(user=vera).theme == "light"
     assert client.post("/preferences/theme/", {"theme": "purple"}).status_code == 400
 
@@ -150,10 +151,10 @@ def test_task_page_shows_the_lifecycle_bar_with_totals() -> None:
     owner = task(server())
     start = timezone.now() - timedelta(seconds=100)
     TaskEvent.objects.filter(task=owner).delete()
-    for offset, status in ((0, "working"), (30, "input_required"), (90, "working")):
-        TaskEvent.objects.create(task=owner, status=status, source="poll", observed_at=start + timedelta(seconds=offset))
-    TaskEvent.objects.create(task=owner, status="completed", source="poll", observed_at=start + timedelta(seconds=95))
-    RemoteTask.objects.filter(pk=owner.pk).update(status="completed", finished_at=start + timedelta(seconds=95))
+    for offset, status in ((0, "working"), (30, "input_required"), (90, "working"), (95, "completed")):
+        at = start + timedelta(seconds=offset)
+        TaskEvent.objects.create(task=owner, status=status, source="poll", observed_at=at)
+    RemoteTask.objects.filter(pk=owner.pk).update(status="completed", finished_at=at)
     html = logged_in(person("vera", "viewer")).get(f"/tasks/{owner.pk}/").content.decode()
     bar = html[html.index('id="task-lifecycle"') :]
     assert "working 35s" in bar and "waiting for input 1m 0s" in bar and "waiting on cancel 0s" in bar
