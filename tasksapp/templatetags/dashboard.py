@@ -87,3 +87,22 @@ def now_stamp() -> SafeString | str:
 def seconds(value: int | float | None) -> str:
     """A number of seconds as '4s', '3m 12s', '2h 5m'."""
     return seconds_text(max(0, int(value or 0)))
+
+
+@register.simple_tag
+def stamped(moment: datetime | None, fmt: str = FULL, *, id: str = "", prefix: str = "") -> SafeString | str:
+    """Like `stamp`, with words before the time and an id on the time itself, inside one <time>:
+    `{% stamped since "H:i:s" prefix="stale since " %}` reads "stale since 10:07:03 CST"."""
+    if moment is None:
+        return "—"
+    local = timezone.localtime(moment)
+    text = date_format(local, fmt)
+    shown = format_html('<span id="{}">{}</span>', id, text) if id else text
+    return format_html(
+        '<time datetime="{}" title="{}">{}{} {}</time>',
+        local.isoformat(),
+        absolute(moment),
+        prefix,
+        shown,
+        date_format(local, "T") or timezone.get_current_timezone_name(),
+    )
