@@ -40,6 +40,13 @@ def absolute(moment: datetime) -> str:
     return f"{date_format(local, FULL)} {zone}{suffix}"
 
 
+def formatted(local: datetime, fmt: str) -> str:
+    """Django's date format, plus a trailing ".ms" for milliseconds ("H:i:s.ms" -> 10:07:03.042)."""
+    if fmt.endswith(".ms"):
+        return f"{date_format(local, fmt[:-3])}.{local.microsecond // 1000:03d}"
+    return date_format(local, fmt)
+
+
 @register.filter
 def stamp(moment: datetime | None, fmt: str = FULL) -> SafeString | str:
     """A time that says its zone: `<time title="full time, zone">H:i:s CST</time>` (reader's zone)."""
@@ -50,7 +57,7 @@ def stamp(moment: datetime | None, fmt: str = FULL) -> SafeString | str:
         '<time datetime="{}" title="{}">{} {}</time>',
         local.isoformat(),
         absolute(moment),
-        date_format(local, fmt),
+        formatted(local, fmt),
         date_format(local, "T") or timezone.get_current_timezone_name(),
     )
 
@@ -96,7 +103,7 @@ def stamped(moment: datetime | None, fmt: str = FULL, *, id: str = "", prefix: s
     if moment is None:
         return "—"
     local = timezone.localtime(moment)
-    text = date_format(local, fmt)
+    text = formatted(local, fmt)
     shown = format_html('<span id="{}">{}</span>', id, text) if id else text
     return format_html(
         '<time datetime="{}" title="{}">{}{} {}</time>',

@@ -91,9 +91,12 @@ def check_menu_and_tables(page: Page, width: int, pk: int) -> None:
         expect(page.get_by_role("link", name="Audit log")).to_be_visible()
         assert page.evaluate(OVERFLOW) <= 0, "the open menu scrolls sideways"
         page.goto("/tasks/")
-        cell = page.locator(f"#task-row-{pk} td").nth(1)
-        label = cell.evaluate("td => getComputedStyle(td, '::before').content")
-        assert label == '"Tool: "', label
+        # Each cell says its column (a live update may replace the row meanwhile: ask the page as it is).
+        page.wait_for_function(
+            """pk => { const td = document.querySelector(`#task-row-${pk} td:nth-child(2)`);
+                       return td && getComputedStyle(td, "::before").content === '"Tool: "'; }""",
+            arg=pk,
+        )
         expect(page.locator("table thead")).not_to_be_in_viewport()
     else:
         expect(menu).to_be_hidden()
