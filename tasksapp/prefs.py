@@ -10,6 +10,7 @@ import functools
 import zoneinfo
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from django.conf import settings
 from django.db import models
@@ -51,6 +52,8 @@ def zone_names() -> frozenset[str]:
 
 
 def valid_zone(name: str | None) -> str | None:
+    """`name` if it is a zone this machine knows ("Asia%2FShanghai" from a cookie counts), else None."""
+    name = unquote(name) if name else name
     return name if name and name in zone_names() else None
 
 
@@ -74,9 +77,8 @@ def zone_for(preference: UserPreference | None, cookie: str | None) -> tuple[str
     """(zone name, where it came from: "chosen", "browser" or "server")."""
     if preference is not None and valid_zone(preference.time_zone):
         return preference.time_zone, "chosen"
-    if valid_zone(cookie):
-        assert cookie is not None
-        return cookie, "browser"
+    if browser := valid_zone(cookie):
+        return browser, "browser"
     return settings.TIME_ZONE, "server"
 
 

@@ -159,3 +159,10 @@ def test_task_page_shows_the_lifecycle_bar_with_totals() -> None:
     bar = html[html.index('id="task-lifecycle"') :]
     assert "working 35s" in bar and "waiting for input 1m 0s" in bar and "waiting on cancel 0s" in bar
     assert re.search(r'<rect class="input" x="316" y="0" width="632"', bar), bar[:1500]
+
+
+def test_a_zone_cookie_written_url_encoded_is_read_too() -> None:
+    task(server(), started=datetime(2026, 1, 15, 9, 30, tzinfo=UTC))
+    client = logged_in(person("vera", "viewer"))
+    client.cookies["tz"] = "Asia%2FTokyo"
+    assert "2026-01-15 18:30:00 JST" in client.get("/tasks/").content.decode()

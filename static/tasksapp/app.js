@@ -172,8 +172,9 @@
   try {
     var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
     var cookie = document.cookie.split("; ").filter(function (c) { return c.indexOf("tz=") === 0; })[0];
-    if (zone && (!cookie || decodeURIComponent(cookie.slice(3)) !== zone)) {
-      document.cookie = "tz=" + encodeURIComponent(zone) + "; path=/; max-age=31536000; samesite=lax";
+    // Zone names (Area/City_Name, Etc/GMT+3) need no escaping in a cookie; anything else is not sent.
+    if (zone && /^[A-Za-z0-9_+\/-]{1,64}$/.test(zone) && (!cookie || cookie.slice(3) !== zone)) {
+      document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax";
     }
   } catch (ignored) { /* no Intl: the server's zone */ }
 
