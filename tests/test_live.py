@@ -388,3 +388,55 @@ async def test_the_timeline_keeps_the_pages_window_and_its_older_line(viewer: tu
     assert "older events not shown" not in frame
     for communicator in (default, older):
         await communicator.disconnect()
+
+
+# --- issue 8 item 4 on lists: a failing server's every active task is marked, however many ----
+
+
+def seeded(count: int) -> tuple[McpServer, list[int]]:
+    """`count` active tasks and one finished one on one server, oldest first (no peer needed)."""
+    server = McpServer.objects.create(name="many", url="http://127.0.0.1:9/mcp")
+    tasks = []
+    for n in range(count + 1):
+        task = RemoteTask(server=server, tool_name="slow_count", status="completed" if n == 0 else "working")
+        task.set_remote_id(f"many-{n}")
+        tasks.append(task)
+    RemoteTask.objects.bulk_create(tasks)
+    return server, list(RemoteTask.objects.filter(server=server).order_by("id").values_list("id", flat=True))
+
+
+def row(html: str, pk: int) -> str:
+    start = html.index(f'<tr id="task-row-{pk}"')
+    return html[start : html.index("</tr>", start)]
+
+
+async def test_a_failing_server_marks_every_active_row_of_an_open_list_stale(
+    viewer: tuple[User, Client],
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    server, (done, oldest, *_) = await sync_to_async(seeded)(600)  # more than the newest 500
+    listing = f"/tasks/?server={server.pk}&sort=created"  # the oldest rows first
+    html = (await sync_to_async(viewer[1].get)(listing)).content.decode()
+    slot = f'<span class="stale-mark" data-server="{server.pk}">'
+    assert slot + "</span>" in row(html, oldest) and "stale-flag" not in row(html, oldest)
+    assert "stale-mark" not in row(html, done)  # a finished task is never stale
+    communicator = socket(viewer[1], "page=tasks")
+    assert (await communicator.connect())[0]
+
+    until = timezone.now() + timedelta(seconds=5)
+    await sync_to_async(services.server_record_failure)(
+        server_id=server.pk, error="cannot reach it", failures=1, backoff_until=until
+    )
+    frame = (await frames_until(communicator, lambda frame: "stale-mark" in frame))[-1]
+    target = rf"innerHTML:#task-rows \.stale-mark\[data-server='{server.pk}'\]"
+    assert re.search(rf'<span hx-swap-oob="{target}"><span class="stale-flag"[^>]*>stale since', frame)
+    html = (await sync_to_async(viewer[1].get)(listing)).content.decode()
+    assert "stale since" in row(html, oldest)  # a reload says the same as the live mark
+
+    await sync_to_async(services.server_record_success)(server_id=server.pk, now=timezone.now())
+    frame = (await frames_until(communicator, lambda frame: "stale-mark" in frame))[-1]
+    assert re.search(rf'<span hx-swap-oob="{target}"></span>', frame)  # the marks go
+    await communicator.disconnect()

@@ -194,21 +194,37 @@ class TaskPage(LivePage):
 
 class ListPage(LivePage):
     """The task list: rows replaced in place; on the first page of the unfiltered list, tasks
-    started after the page was rendered are added at the top (moved there if already added)."""
+    started after the page was rendered are added at the top (moved there if already added).
+
+    A row's stale mark depends on its server only, so a server's health is sent as one mark that
+    the page puts into every row of that server (`.stale-mark[data-server=…]`), however many."""
 
     def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, *, fresh: bool) -> None:
         super().__init__(roles, page_since)
         self.fresh = fresh
+        self.marks: dict[int, str] = {}  # the stale mark this socket last sent, per server
 
     def groups(self) -> list[str]:
-        return [events.TASKS]
+        return [events.TASKS, events.SERVERS]
 
     def catch_up(self, since: datetime) -> list[Item] | None:
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
-        return None if changed is None else [("task", pk) for pk in changed]
+        if changed is None:
+            return None
+        # Servers stale now, or whose health moved since (failed, recovered: a success is recorded).
+        health = (
+            Q(enabled=False)
+            | Q(consecutive_failures__gt=0)
+            | Q(last_success_at__gte=since)
+            | Q(last_error_at__gte=since)
+        )
+        servers = McpServer.objects.filter(health).values_list("id", flat=True)[: settings.LIVE_CATCH_UP_LIMIT]
+        return [("task", pk) for pk in changed] + [("server", pk) for pk in servers]
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
         kind, pk = item
+        if kind == "server":
+            return await self._stale_mark(pk, not_before)
         if kind != "task":
             return []
         row = await shared.render(("row", pk, self.roles), not_before, lambda: self._render(pk))
@@ -224,6 +240,23 @@ class ListPage(LivePage):
             f'<template><tbody hx-swap-oob="afterbegin:#task-rows">{plain}</tbody></template>'
         )
         return [(element_id, insert)]
+
+    async def _stale_mark(self, pk: int, not_before: float) -> list[Fragment]:
+        """The server's stale mark into every row of that server on the page (htmx swaps an
+        out-of-band element into all elements its selector matches)."""
+        mark = await shared.render(("stale-mark", pk), not_before, lambda: self._render_mark(pk))
+        if mark is None or self.marks.get(pk) == mark:
+            return []
+        self.marks[pk] = mark
+        target = f"#task-rows .stale-mark[data-server='{pk}']"
+        return [(RELOAD_REGION, f'<span hx-swap-oob="innerHTML:{target}">{mark}</span>')]
+
+    def _render_mark(self, pk: int) -> str | None:
+        server = McpServer.objects.filter(pk=pk).only("name", "enabled", "consecutive_failures", "failing_since")
+        found = server.first()
+        if found is None:
+            return None
+        return render_to_string("tasksapp/task_list.html#stale-flag", {"server": found}).strip()
 
     def _render(self, pk: int) -> tuple[datetime, str, str] | None:
         task = RemoteTask.objects.for_list().filter(pk=pk).first()
