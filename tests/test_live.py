@@ -380,7 +380,8 @@ async def test_the_timeline_keeps_the_pages_window_and_its_older_line(viewer: tu
     assert entries(frame) == [f"event-{newest}"]
     assert f'<li id="event-{first[3]}" hx-swap-oob="delete">' in frame  # the oldest shown leaves the page
     assert f'<li id="event-{first[4]}" hx-swap-oob="delete">' not in frame
-    assert re.search(r'<p class="small" id="timeline-older" hx-swap-oob="true">4 older events not shown', frame)
+    older_line = r'<p class="small" id="timeline-older" hx-swap-oob="true">4 older events not shown'
+    assert re.search(older_line, frame)
 
     frame = (await frames_until(older, lambda frame: "note 53" in frame))[-1]
     assert entries(frame) == [f"event-{newest}"]

@@ -7,7 +7,7 @@ is submitted), no user name. Table rows travel inside <template>, which parses t
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -173,8 +173,11 @@ class TaskPage(LivePage):
             "request": _Request(f"/tasks/{task.pk}/"),
         }
         template = "tasksapp/task_detail.html"
-        sections = [
-            (name, render_to_string(f"{template}#{name}", context)) for name in TASK_SECTIONS if name != "task-timeline"
+        timeline_events = cast(list[TaskEvent], context["events"])
+        sections: list[Fragment] = [
+            (name, render_to_string(f"{template}#{name}", context))
+            for name in TASK_SECTIONS
+            if name != "task-timeline"
         ]
         entries = tuple(
             (
@@ -182,7 +185,7 @@ class TaskPage(LivePage):
                 render_to_string(f"{template}#timeline-entry", {"event": event}),
                 render_to_string(f"{template}#timeline-entry", {"event": event, "entry_oob": True}),
             )
-            for event in context["events"]
+            for event in timeline_events
         )
         timeline = Timeline(
             section=render_to_string(f"{template}#task-timeline", context),
@@ -218,7 +221,7 @@ class ListPage(LivePage):
             | Q(last_success_at__gte=since)
             | Q(last_error_at__gte=since)
         )
-        servers = McpServer.objects.filter(health).values_list("id", flat=True)[: settings.LIVE_CATCH_UP_LIMIT]
+        servers = McpServer.objects.filter(health).values_list("id", flat=True)[:200]
         return [("task", pk) for pk in changed] + [("server", pk) for pk in servers]
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
@@ -252,8 +255,8 @@ class ListPage(LivePage):
         return [(RELOAD_REGION, f'<span hx-swap-oob="innerHTML:{target}">{mark}</span>')]
 
     def _render_mark(self, pk: int) -> str | None:
-        server = McpServer.objects.filter(pk=pk).only("name", "enabled", "consecutive_failures", "failing_since")
-        found = server.first()
+        fields = ("name", "enabled", "consecutive_failures", "failing_since")
+        found = McpServer.objects.filter(pk=pk).only(*fields).first()
         if found is None:
             return None
         return render_to_string("tasksapp/task_list.html#stale-flag", {"server": found}).strip()
@@ -378,7 +381,8 @@ def page_for(
 ) -> LivePage | None:
     if page == "task" and params.get("task", "").isdigit():
         show = params.get("show", "")
-        return TaskPage(roles, since, int(params["task"]), int(show) if show.isdigit() and len(show) < 7 else 0)
+        rows = int(show) if show.isdigit() and len(show) < 7 else 0
+        return TaskPage(roles, since, int(params["task"]), rows)
     if page == "tasks":
         return ListPage(roles, since, fresh=params.get("fresh") == "1")
     simple: dict[str, type[LivePage]] = {"inbox": InboxPage, "overview": OverviewPage, "servers": ServersPage}
