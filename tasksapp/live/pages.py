@@ -247,7 +247,8 @@ class ListPage(LivePage):
     async def _stale_mark(self, pk: int, not_before: float) -> list[Fragment]:
         """The server's stale mark into every row of that server on the page (htmx swaps an
         out-of-band element into all elements its selector matches)."""
-        mark = await shared.render(("stale-mark", pk), not_before, lambda: self._render_mark(pk))
+        # Keyed by the audience too: what the mark says may depend on it (the page's language).
+        mark = await shared.render(("stale-mark", pk, self.roles), not_before, lambda: self._render_mark(pk))
         if mark is None or self.marks.get(pk) == mark:
             return []
         self.marks[pk] = mark
