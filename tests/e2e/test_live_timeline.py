@@ -31,7 +31,7 @@ def test_two_browsers_see_the_same_timeline_after_a_burst(logged_in: Callable[..
     expect(entries.last).to_contain_text("completed")
     texts = [" ".join(text.split()) for text in entries.all_inner_texts()]
     ids = entries.evaluate_all("items => items.map(item => item.id)")
-    assert len(texts) >= 3 and any("latest of" in text for text in texts), texts  # both kinds of change
+    assert len(texts) >= 3, texts  # created, some messages (folded or not: timing decides), completed
     for page in (watcher, joiner):
         expect(page.locator("#timeline-events li")).to_have_count(len(texts))
         shown = page.locator("#timeline-events li")
