@@ -558,3 +558,4 @@ class TaskHour(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H}:00 +{self.started} / {self.finished} done"
+from tasksapp.prefs import UserPreference  # noqa: E402, F401 (its own module: tasksapp/prefs.py)
