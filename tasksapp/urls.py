@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasksapp.views import audit, inbox, oauth, ops, overview, servers, tasks, tools
+from tasksapp.views import audit, inbox, inbox_bulk, oauth, ops, overview, servers, tasks, tools
 
 app_name = "tasks"
 
@@ -32,4 +32,6 @@ urlpatterns = [
     path("servers/<int:pk>/oauth/", oauth.client_settings, name="oauth-settings"),
     path("oauth/callback", oauth.callback, name="oauth-callback"),
     path("oauth/client-metadata.json", oauth.client_metadata, name="oauth-client-metadata"),
+    # inbox (issue 12 items 1, 5, 7)
+    path("inbox/bulk/", inbox_bulk.inbox_bulk, name="inbox-bulk"),
 ]
