@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasksapp.views import audit, inbox, inbox_bulk, oauth, ops, overview, servers, tasks, tools
+from tasksapp.views import audit, bulk_tasks, inbox, inbox_bulk, oauth, ops, overview, servers, tasks, tools
 
 app_name = "tasks"
 
@@ -34,4 +34,5 @@ urlpatterns = [
     path("oauth/client-metadata.json", oauth.client_metadata, name="oauth-client-metadata"),
     # inbox (issue 12 items 1, 5, 7)
     path("inbox/bulk/", inbox_bulk.inbox_bulk, name="inbox-bulk"),
+    path("tasks/bulk/", bulk_tasks.task_bulk, name="bulk"),
 ]
