@@ -558,3 +558,11 @@ class TaskHour(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H}:00 +{self.started} / {self.finished} done"
+
+
+# inbox (issue 12 item 7): notification models live in their own module, registered with the app here.
+from tasksapp.notify.models import (  # noqa: E402, F401
+    NotificationOutbox,
+    NotificationPreference,
+    NotifyCursor,
+)

@@ -1,6 +1,18 @@
 from django.urls import path
 
-from tasksapp.views import audit, bulk_tasks, inbox, inbox_bulk, oauth, ops, overview, servers, tasks, tools
+from tasksapp.views import (
+    audit,
+    bulk_tasks,
+    inbox,
+    inbox_bulk,
+    notify,
+    oauth,
+    ops,
+    overview,
+    servers,
+    tasks,
+    tools,
+)
 
 app_name = "tasks"
 
@@ -35,4 +47,5 @@ urlpatterns = [
     # inbox (issue 12 items 1, 5, 7)
     path("inbox/bulk/", inbox_bulk.inbox_bulk, name="inbox-bulk"),
     path("tasks/bulk/", bulk_tasks.task_bulk, name="bulk"),
+    path("notifications/", notify.notify_settings, name="notify"),
 ]
