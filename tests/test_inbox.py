@@ -140,6 +140,13 @@ def test_an_answer_in_place_returns_only_its_task_and_without_js_comes_back_to_t
     client = operator_client()
     html = client.get("/inbox/").content.decode()
     assert f'hx-target="#inbox-task-{first.task_id}"' in html
+    wrong = {"action": "accept", "next": "/inbox/", "in_place": "1", f"ir{first.pk}-email": "not an email"}
+    refused = client.post(
+        reverse("tasks:answer", args=[first.pk]), wrong, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "Please correct the answer; nothing was sent." in refused and "errorlist" in refused
+    assert re.search(rf'id="inbox-item-{first.pk}"\s+open', refused)  # open with its errors, not preserved
+    assert InputRequest.objects.filter(state="open").count() == 3
     fields = {"action": "decline", "next": "/inbox/", "in_place": "1"}
     in_place = client.post(reverse("tasks:answer", args=[first.pk]), fields, HTTP_HX_REQUEST="true")
     body = in_place.content.decode()
