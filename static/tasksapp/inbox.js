@@ -29,7 +29,7 @@
     else if (event.key === "x") {
       var row = document.activeElement && document.activeElement.closest ? document.activeElement.closest(".inbox-row") : null;
       var pick = row ? row.querySelector("input.inbox-pick") : null;
-      if (pick) { pick.checked = !pick.checked; event.preventDefault(); }
+      if (pick) { pick.click(); event.preventDefault(); }
     }
   });
   // An opened question: focus its first field, so Enter, type, Enter answers it.
