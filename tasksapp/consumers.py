@@ -18,7 +18,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils.html import escape
 
-from tasksapp import events
+from tasksapp import events, redislayer
 from tasksapp.connections import database_sync_to_async
 from tasksapp.live import frames, pages
 from tasksapp.live.session import session_key_of, still_signed_in
@@ -119,6 +119,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             max(seq - last - 1, 1),
             key[1],
         )
+        redislayer.count("resync_gap")  # mcp_live_resyncs_total{reason="gap"} in /metrics
         joined = datetime.now(UTC) - pages.MARGIN - timedelta(seconds=time.monotonic() - self.joined)
         self.resync = asyncio.create_task(self._catch_up(joined))
         return False
