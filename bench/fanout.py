@@ -10,12 +10,15 @@ pushes); Daphne (N of them) on the Redis channel layer (a Redis database index o
 `--redis-db`); a driver (`manage.py shell`) that starts tasks on the reference server at a steady
 pace; and client processes holding the tabs.
 
-The change rate is made by real tasks on the reference server: `slow_count` tasks (10 steps, one
-every 0.5 s: each task is created, changes its status message 10 times and completes), started
-at `rate / 12` per second; one start in ten is an `ask_url` task instead, which asks a question
-(the inbox's material) and waits. Tabs on a task's page watch long `slow_count` tasks started
-before the tabs open (one step a second; their changes count towards the rate). Every change goes
-through the worker (push path), PostgreSQL and the channel layer, never around them.
+The change rate is made by real tasks on the reference server, through the worker (push path),
+PostgreSQL and the channel layer, never around them. Most of it comes from `rate * 0.5` "rolling"
+`slow_count` tasks, each changing its status message every 0.5 s, started (4 at a time: a
+`call_start` costs 0.3-1 s here) once the task list, inbox and overview tabs are open, and living
+through the warm-up and the window (staggered ends after it). Task-page tabs then open on the
+first of them, five tabs a task. During the warm-up and the window a driver (`manage.py shell`)
+starts one task a second: every other one a short `slow_count` (created, 10 messages, completed:
+new rows at the top of the task lists), the others `ask_url`, which asks a question and waits
+(new items in the inboxes).
 
 Each tab is what a browser does: it GETs its page with a logged-in session's cookie (users of
 two roles, viewer and operator, so two audiences), reads `ws-connect` and the page's
@@ -717,7 +720,7 @@ def run_mode(args: argparse.Namespace, mode: str, logs: Path) -> dict[str, Any]:
             stack.log(name).count("WARNING") for name in stack.processes if name.startswith("daphne")
         )
         result["drops_logged"] = sum(
-            stack.log(name).count("were dropped") + stack.log(name).count("over capacity")
+            sum(stack.log(name).count(mark) for mark in ("were dropped", "over capacity", "were full"))
             for name in stack.processes
         )
     return result
