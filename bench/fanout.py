@@ -41,6 +41,9 @@ then). The bench waits up to `--grace` seconds for them and counts those that ne
 
 Modes, run one after another on fresh databases in the same invocation:
 - `current`: the product as it is.
+- `unbatched`: the product without the fan-out batching (tasksapp/live/fanout.py): each list row
+  rendered in its own database step, and each socket's flush on its own timer, as on main before
+  this work (one render per change per audience, 150 ms coalescing).
 - `baseline`: the design before issue 13, emulated in the same code: Daphne runs through this
   script's `daphne` sub-command, which replaces the shared render (tasksapp/live/shared.py) with a
   render per socket per change and turns coalescing off (`LIVE_COALESCE_MS=0`,
@@ -587,7 +590,7 @@ def run_mode(args: argparse.Namespace, mode: str, logs: Path) -> dict[str, Any]:
         for i in range(args.daphne):
             port = free_port()
             argv = [sys.executable, str(Path(__file__).resolve()), "daphne"]
-            argv += ["--baseline"] if mode == "baseline" else []
+            argv += {"baseline": ["--baseline"], "unbatched": ["--unbatched"]}.get(mode, [])
             argv += ["--", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"]
             daphne_env = {**live_env}
             if args.profile:
@@ -882,7 +885,11 @@ def print_table(results: list[dict[str, Any]]) -> None:
             + " |"
         )
     print(
-        "\nbaseline = the design before issue 13 emulated in today's code: a render per socket per change "
+        "\nunbatched = main before the fan-out batching: one render per change per audience, each its own "
+        "database step; current = rows rendered in batches on a shared flush grid (tasksapp/live/fanout.py)."
+    )
+    print(
+        "baseline = the design before issue 13 emulated in today's code: a render per socket per change "
         "(no shared render) and no coalescing (LIVE_COALESCE_MS=0, LIVE_OVERVIEW_MS=0).\n"
         "Machine: 2 cores shared with other sessions; read the ratios, not the absolute figures."
     )
@@ -937,8 +944,18 @@ def daphne_main(argv: list[str]) -> None:
     """`fanout.py daphne [--baseline] -- <daphne arguments>`: Daphne, optionally with the shared
     render replaced by a render per socket (the baseline)."""
     baseline = "--baseline" in argv
+    unbatched = "--unbatched" in argv
     argv = argv[argv.index("--") + 1 :] if "--" in argv else argv
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    if unbatched or baseline:
+        import django
+
+        django.setup()
+        from tasksapp import consumers
+        from tasksapp.live import fanout
+
+        fanout.BATCHING = False  # each row its own database step, as on main before the batches
+        consumers._until_tick = lambda period: period  # type: ignore[assignment]  # no shared grid
     if baseline:
         import django
 

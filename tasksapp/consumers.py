@@ -133,13 +133,16 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             self.flushing = asyncio.create_task(self._flush_soon())
 
     async def _flush_soon(self) -> None:
-        await asyncio.sleep(self.view.coalesce)
+        await asyncio.sleep(_until_tick(self.view.coalesce))
         while self.pending:
             due, self.pending = self.pending, {}
             fragments: list[pages.Fragment] = []
             try:
-                for item, noticed in due.items():
-                    fragments += await self.view.fragments(item, noticed)
+                # All at once, so that the renders of one flush (and of every socket flushing on
+                # the same tick) join one batch (tasksapp/live/fanout.py); in order.
+                found = await asyncio.gather(*(self.view.fragments(item, at) for item, at in due.items()))
+                for part in found:
+                    fragments += part
             except Exception:  # the loop boundary of one socket: the page reloads what it missed
                 log.exception("live: rendering %s for a %s page failed", list(due), type(self.view).__name__)
                 fragments.append((pages.RELOAD_REGION, frames.reload_hint([pages.RELOAD_REGION])))
@@ -177,6 +180,15 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
                 # A dropped last message is followed by no gap to notice: a task's page re-reads
                 # its task on this timer too (sections it already has are not sent again).
                 await self._catch_up(checked - pages.MARGIN)
+
+
+def _until_tick(period: float) -> float:
+    """Seconds to the next multiple of `period` on the monotonic clock: the sockets of a process
+    flush on one grid, so what they render in a window is rendered once, in one batch. A change
+    waits `period` at most (half of it on average)."""
+    if period <= 0:
+        return 0.0
+    return period - (time.monotonic() % period)
 
 
 def _since(text: str) -> datetime:
