@@ -292,6 +292,7 @@ class Tab:
     reloads: int = 0
     messages: int = 0
     closed: str = ""
+    opened: bool = False
 
     def see(self, text: str, now: float) -> None:
         if self.page == "tasks":
@@ -356,6 +357,7 @@ async def _tab(tab: Tab, http: Any, stop: asyncio.Event, opened: list[int], gate
             opened[1] += 1
             return
         opened[0] += 1
+        tab.opened = True
     async with socket:
         while not stop.is_set():
             try:
@@ -380,7 +382,10 @@ async def _all_open(opened: list[int], total: int) -> None:
 
 
 def _satisfied(tab: Tab, finals: dict[int, tuple[str, str]], asking: set[int], tiles: dict[str, int]) -> int:
-    """How many of this tab's final states have not arrived."""
+    """How many of this tab's final states have not arrived (a tab that never opened is counted as
+    refused instead)."""
+    if not tab.opened:
+        return 0
     if tab.page == "tasks":
         return sum(1 for pk, state in finals.items() if tab.last.get(pk) != state)
     if tab.page == "task":

@@ -21,6 +21,7 @@ import asyncio
 import collections
 import functools
 import logging
+import time
 from collections import Counter
 from typing import Any
 
@@ -34,6 +35,7 @@ DROPPED = ("channel_full", "buffer_full")  # mcp_live_dropped_total{where}
 RESYNCS = ("gap",)  # mcp_live_resyncs_total{reason}: a socket noticed a gap and caught up
 OVER_CAPACITY = "%s of %s channels over capacity in group %s"  # channels_redis.core's INFO line
 
+LOG_EVERY_SECONDS = 60.0
 local_counts: Counter[str] = Counter()  # the in-memory layer's figures (one process)
 _unflushed: Counter[str] = Counter()  # counted here, not yet added in Redis
 _flushing: set["asyncio.Task[None]"] = set()
@@ -63,10 +65,24 @@ class PooledRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
 
 
 class _CountingQueue(BoundedQueue):  # type: ignore[misc]
+    """A socket's local buffer. Every drop is counted; the WARNING comes once a minute a buffer
+    at most (a socket that stopped reading would otherwise log every message sent to it)."""
+
+    logged_at = float("-inf")
+    unlogged = 0
+
     def put_nowait(self, item: Any) -> None:
         if self.full():
-            log.warning("live: a socket's buffer was full: its oldest message dropped (the page re-syncs)")
             count("buffer_full")
+            self.unlogged += 1
+            now = time.monotonic()
+            if now - self.logged_at >= LOG_EVERY_SECONDS:
+                log.warning(
+                    "live: a socket's buffer was full: %d message(s) dropped, the oldest first "
+                    "(the page re-syncs)",
+                    self.unlogged,
+                )
+                self.logged_at, self.unlogged = now, 0
         super().put_nowait(item)
 
 
