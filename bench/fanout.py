@@ -177,7 +177,7 @@ class Stack:
 
     def check_alive(self) -> None:
         for name, process in self.processes.items():
-            if name != "driver" and process.poll() is not None:
+            if not name.startswith("driver") and process.poll() is not None:
                 raise RuntimeError(f"{name} exited {process.returncode}:\n{self.log(name)[-3000:]}")
 
     def close(self) -> None:
@@ -207,8 +207,8 @@ def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
 
 
 def marked(output: str, mark: str) -> Any:
-    [line] = [line for line in output.splitlines() if line.startswith(mark + " ")]
-    return json.loads(line.removeprefix(mark + " "))
+    lines = [line for line in output.splitlines() if line.startswith(mark + " ")]
+    return json.loads(lines[-1].removeprefix(mark + " "))
 
 
 def wait_for(condition: Any, timeout: float, what: str) -> None:
@@ -587,7 +587,7 @@ def run_mode(args: argparse.Namespace, mode: str, logs: Path) -> dict[str, Any]:
         stack = Stack(logs, live_env)
         stack_exit.callback(stack.close)
         stack.start(
-            "worker",
+            f"worker-{mode}",
             [sys.executable, "manage.py", "worker", "--name", f"fan-{mode}"],
             {**live_env, "LOG_LEVEL": "INFO"},
         )
@@ -666,7 +666,7 @@ def run_mode(args: argparse.Namespace, mode: str, logs: Path) -> dict[str, Any]:
         )
         pids = {name: process.pid for name, process in stack.processes.items()}
         pids["demoserver"] = peer.process.pid
-        driver = stack.start("driver", [sys.executable, "manage.py", "shell", "-c", drive])
+        driver = stack.start(f"driver-{mode}", [sys.executable, "manage.py", "shell", "-c", drive])
         warm_up = time.monotonic() + args.warm_up  # until tasks start and finish at one pace
         while time.monotonic() < warm_up:
             stack.check_alive()
@@ -685,7 +685,7 @@ def run_mode(args: argparse.Namespace, mode: str, logs: Path) -> dict[str, Any]:
         cpu = {name: (cpu_seconds(pid) - before[name]) / wall for name, pid in pids.items()}
         cpu["clients"] = (sum(cpu_seconds(client.pid or 0) for client in clients) - clients_before) / wall
         cpu["driver"] = (driver_cpu - driver_before) / wall
-        driven = marked(stack.log("driver"), "DRIVEN")
+        driven = marked(stack.log(f"driver-{mode}"), "DRIVEN")
         phase("warm-up, window")
         result["driven"] = driven
 
