@@ -960,7 +960,7 @@ def daphne_main(argv: list[str]) -> None:
         from tasksapp.live import fanout
 
         fanout.BATCHING = False  # each row its own database step, as on main before the batches
-        consumers._until_tick = lambda period: period  # type: ignore[assignment]  # no shared grid
+        consumers._until_tick = lambda period: period
     if baseline:
         import django
 
@@ -974,7 +974,7 @@ def daphne_main(argv: list[str]) -> None:
             shared.counts["renders"] += 1
             return await database_sync_to_async(fn, thread_sensitive=thread_sensitive)()
 
-        shared.render = render_per_socket  # type: ignore[assignment]
+        shared.render = render_per_socket
     from daphne.cli import CommandLineInterface
 
     sys.argv = ["daphne", *argv]
