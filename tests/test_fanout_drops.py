@@ -93,7 +93,7 @@ async def test_a_full_channel_is_logged_counted_and_the_page_re_syncs(
     after = (await sync_to_async(metrics.exposition)()).decode()
     assert (
         figure(after, "mcp_live_dropped", "channel_full") - figure(before, "mcp_live_dropped", "channel_full")
-        == 3
+        >= 3  # three to the tasks group (and any to the other groups the page joined, e.g. inbox)
     )
     assert figure(after, "mcp_live_resyncs", "gap") - figure(before, "mcp_live_resyncs", "gap") == 1
 
