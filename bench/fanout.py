@@ -262,9 +262,9 @@ def http_up(base: str) -> bool:
 
 ROW = re.compile(r'<tr id="task-row-(\d+)"[^>]*>(.*?)</tr>', re.S)
 STATUS = re.compile(r'data-status="([^"]*)"')
-ROW_MESSAGE = re.compile(r'<td class="small">(.*?)</td>', re.S)
+ROW_MESSAGE = re.compile(r'<td[^>]*class="small"[^>]*>(.*?)</td>', re.S)  # the first: the message
 CARD = re.compile(r'id="task-card"(.*?)<p class="status-message">(.*?)</p>', re.S)
-INBOX = re.compile(r'<div id="inbox-task-(\d+)" class="inbox-task"[^>]*>\s*(<h2>)?')
+INBOX = re.compile(r'<div id="inbox-task-(\d+)" class="inbox-task"[^>]*>\s*(<h2>|<div class="inbox-row")?')
 TILE = re.compile(r'data-tile="([\w-]+)"><b>(\d+)</b>')
 WS_CONNECT = re.compile(r'ws-connect="([^"]+)"')
 SINCE = re.compile(r'id="live-sync"[^>]*data-since="([^"]+)"')
