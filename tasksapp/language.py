@@ -15,6 +15,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
+from django.utils.translation.trans_real import get_supported_language_variant, parse_accept_lang_header
 from django.views.decorators.http import require_POST
 from django.views.i18n import set_language
 
@@ -26,6 +27,28 @@ def preferred(user: Any) -> str:
     prefs = getattr(user, "preferences", None)  # a missing one-to-one row raises AttributeError: ""
     code = getattr(prefs, "language", "") or ""
     return code if translation.check_for_language(code) and code in dict(settings.LANGUAGES) else ""
+
+
+def for_scope(scope: dict[str, Any]) -> str:
+    """The language a websocket's page was rendered in, by the same rules as the page (user's
+    setting, the switch's cookie, Accept-Language, LANGUAGE_CODE), for the live layer's renders.
+    Runs in a database thread (the user's setting is a row)."""
+    code = preferred(scope.get("user"))
+    if code:
+        return code
+    cookie = scope.get("cookies", {}).get(settings.LANGUAGE_COOKIE_NAME, "")
+    headers = dict(scope.get("headers", []))
+    accepted = [cookie] + [
+        lang for lang, _q in parse_accept_lang_header(headers.get(b"accept-language", b"").decode("latin-1"))
+    ]
+    for candidate in accepted:
+        if not candidate or candidate == "*":
+            continue
+        try:
+            return get_supported_language_variant(candidate)
+        except LookupError:
+            continue
+    return str(settings.LANGUAGE_CODE)
 
 
 class LanguageMiddleware(LocaleMiddleware):

@@ -347,10 +347,10 @@ class TaskEvent(models.Model):
     """Append-only history: one row per real change, never per poll."""
 
     class Source(models.TextChoices):
-        CREATE = "create"
-        POLL = "poll"
-        PUSH = "push"
-        OPERATOR = "operator"
+        CREATE = "create", _("Create")
+        POLL = "poll", _("Poll")
+        PUSH = "push", _("Push")
+        OPERATOR = "operator", _("Operator")
         LOCAL = "local", _("dashboard")
         TRIMMED = "trimmed", _("dashboard (older events removed)")
 
