@@ -9,12 +9,15 @@ from pathlib import Path
 
 import polib
 import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import AnonymousUser, Group, User
 from django.test import Client
 from django.urls import reverse
 
-from tasksapp import services
+from tasksapp import language, services
+from tasksapp.consumers import LiveConsumer
 from tasksapp.models import McpServer, RemoteTask
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -192,3 +195,39 @@ def test_the_catalogue_is_complete_and_the_compiled_file_matches_it() -> None:
         english = set(PLACEHOLDER.findall(entry.msgid))
         assert set(PLACEHOLDER.findall(value(entry))) == english, entry.msgid
         assert value(entry) != entry.msgid or entry.msgid in SAME_IN_CHINESE, f"not translated: {entry.msgid}"
+
+
+def test_the_language_of_a_websocket_follows_the_same_rules_as_its_page() -> None:
+    anonymous = {"user": AnonymousUser()}
+    chinese_browser = [(b"accept-language", b"zh-CN,zh;q=0.9")]
+    assert language.for_scope({**anonymous, "headers": chinese_browser}) == "zh-hans"
+    assert language.for_scope({**anonymous, "headers": [(b"accept-language", b"fr, de;q=0.5")]}) == "en"
+    chosen = {**anonymous, "cookies": {settings.LANGUAGE_COOKIE_NAME: "zh-hans"}, "headers": []}
+    assert language.for_scope(chosen) == "zh-hans"
+    assert language.for_scope(anonymous) == "en"
+
+
+async def _live_row(accept_language: bytes, user: User) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(
+        LiveConsumer.as_asgi(), "/ws/live/?page=tasks", headers=[(b"accept-language", accept_language)]
+    )
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+LIVE_PATCH = "needs /work/notes/i18n-live.patch in tasksapp/consumers.py (i8's file)"
+
+
+@pytest.mark.xfail(strict=True, reason=LIVE_PATCH)
+async def test_live_fragments_are_in_each_pages_language(task: RemoteTask) -> None:
+    viewer = await sync_to_async(User.objects.create_user)("vic", password="pw-for-tests-only")
+    await sync_to_async(viewer.groups.add)(await sync_to_async(Group.objects.get)(name="viewer"))
+    chinese = await _live_row(b"zh-Hans,zh;q=0.9", viewer)
+    english = await _live_row(b"en-GB,en;q=0.9", viewer)
+    await sync_to_async(services.task_cancel)(task=task, user=None)
+    assert "已请求取消" in await chinese.receive_from(timeout=5)
+    assert "cancel requested" in await english.receive_from(timeout=5)
+    await chinese.disconnect()
+    await english.disconnect()
