@@ -2,7 +2,7 @@
 
 Django's LocaleMiddleware reads the cookie and Accept-Language before the user is known (it must
 run before CommonMiddleware, and authentication runs later). The user's own setting, once the
-preferences model exists (`request.user.preferences.language`, empty meaning "follow the
+preferences model exists (`request.user.preference.language`, empty meaning "follow the
 browser"), is applied in `process_view`, which runs after every `process_request`, so the view,
 its messages and its template are all in that language.
 """
@@ -24,7 +24,7 @@ def preferred(user: Any) -> str:
     """The language code the user chose in their preferences, or "" (none chosen, or no preferences)."""
     if not getattr(user, "is_authenticated", False):
         return ""
-    prefs = getattr(user, "preferences", None)  # a missing one-to-one row raises AttributeError: ""
+    prefs = getattr(user, "preference", None)  # a missing one-to-one row raises AttributeError: ""
     code = getattr(prefs, "language", "") or ""
     return code if translation.check_for_language(code) and code in dict(settings.LANGUAGES) else ""
 
@@ -69,7 +69,7 @@ def switch(request: HttpRequest) -> HttpResponse:
     saves the choice as the user's setting when they have one, so the two never disagree."""
     response = set_language(request)
     code = request.POST.get("language", "")
-    prefs = getattr(request.user, "preferences", None) if request.user.is_authenticated else None
+    prefs = getattr(request.user, "preference", None) if request.user.is_authenticated else None
     if prefs is not None and hasattr(prefs, "language") and code in dict(settings.LANGUAGES):
         prefs.language = code
         prefs.save(update_fields=["language"])
