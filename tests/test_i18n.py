@@ -58,9 +58,13 @@ class VisibleText(HTMLParser):
             self.parts.append(data)
 
 
+# A server's markdown (tool descriptions), rendered: server data, whatever words it uses.
+SERVER_MARKDOWN = re.compile(r'<(td|div)\b[^>]*class="[^"]*\bmd\b[^"]*"[^>]*>.*?</\1>', re.S)
+
+
 def visible(html: str, *data: str) -> str:
     parser = VisibleText()
-    parser.feed(html)
+    parser.feed(SERVER_MARKDOWN.sub(" ", html))
     text = " ".join(parser.parts)
     for value in sorted(data, key=len, reverse=True):  # what servers and users supplied
         text = text.replace(value, " ")
