@@ -193,7 +193,9 @@ class RemoteTaskAdmin(ReadOnlyAdmin):
             try:
                 services.task_cancel(task=task, user=request.user)
             except services.ServiceError as exc:
-                self.message_user(request, _("Task #%(pk)s: %(error)s") % {"pk": task.pk, "error": exc}, messages.WARNING)
+                self.message_user(
+                    request, _("Task #%(pk)s: %(error)s") % {"pk": task.pk, "error": exc}, messages.WARNING
+                )
 
     def get_actions(
         self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST
