@@ -1,6 +1,7 @@
 """Screenshots of the dashboard for the docs, taken from a real `manage.py demo` in Chromium.
 
     .venv/bin/python bench/screenshots.py [--out docs/screenshots] [--keep]
+        [--views light:1280:en,dark:1280:en,light:390:en,dark:390:en]
 
 1. starts `manage.py demo` (Daphne + websockets, the worker, the reference MCP server, one
    process) on free loopback ports with a fresh SQLite database in a temp dir;
@@ -12,7 +13,11 @@
 4. waits (bounded) until the worker has settled every task;
 5. saves full-page PNGs, 1280 px wide: overview, task-list, task-detail (the completed
    rich_result), task-running (the running slow_count and its timeline), elicitation-form (the
-   ask_form task page: every field type) and inbox;
+   ask_form task page: every field type) and inbox; then, for every other view in --views
+   (theme:width:language, e.g. dark:1280:en, light:390:en, light:1280:zh-Hans), overview, task-list,
+   task-detail, task-running and inbox again, named e.g. overview-dark.png, overview-390.png,
+   overview-zh-hans.png (the theme is the browser's prefers-color-scheme, the language its
+   Accept-Language);
 6. stops the demo with SIGINT and checks it said "stopped cleanly".
 
 `Demo` and `browser()` are reused by bench/ui.py.
@@ -215,13 +220,41 @@ def shoot(page: Any, path: Path) -> None:
     print(f"  {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
 
 
+DEFAULT_VIEW = ("light", 1280, "en")
+VIEW_PAGES = ("overview", "task-list", "task-detail", "task-running", "inbox")
+
+
+def parse_views(text: str) -> list[tuple[str, int, str]]:
+    """ "dark:390:en,light:1280:zh-Hans" -> [("dark", 390, "en"), ("light", 1280, "zh-Hans")]."""
+    views = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        theme, width, language = ([*item.split(":"), "", ""])[:3]
+        if theme not in ("light", "dark") or not width.isdigit():
+            raise SystemExit(f"--views: {item!r} is not theme:width[:language] (theme light or dark)")
+        views.append((theme, int(width), language or "en"))
+    return views
+
+
+def view_suffix(view: tuple[str, int, str]) -> str:
+    theme, width, language = view
+    parts = [theme if theme != DEFAULT_VIEW[0] else "", str(width) if width != DEFAULT_VIEW[1] else ""]
+    parts.append(language.lower() if language != DEFAULT_VIEW[2] else "")
+    return "".join(f"-{part}" for part in parts if part)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (database) afterwards")
+    parser.add_argument(
+        "--views",
+        default="light:1280:en,dark:1280:en,light:390:en,dark:390:en",
+        help="theme:width:language, comma-separated; the first light:1280:en makes the plain names",
+    )
     args = parser.parse_args()
+    views = parse_views(args.views)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -306,6 +339,31 @@ def main() -> int:
             page.wait_for_selector(".input-request")
             shoot(page, out / "inbox.png")
             context.close()
+            paths = {
+                "overview": "/",
+                "task-list": "/tasks/",
+                "task-detail": f"/tasks/{rich}/",
+                "task-running": f"/tasks/{running}/",
+                "inbox": "/inbox/",
+            }
+            for view in views:
+                if view == DEFAULT_VIEW:
+                    continue
+                theme, width, language = view
+                context = chromium.new_context(
+                    viewport={"width": width, "height": 800},
+                    device_scale_factor=1,
+                    color_scheme=theme,
+                    locale=language,
+                    extra_http_headers={"Accept-Language": language},
+                )
+                page = context.new_page()
+                page.set_default_timeout(20000)
+                login(page, demo)
+                for name in VIEW_PAGES:
+                    page.goto(f"{demo.url}{paths[name]}")
+                    shoot(page, out / f"{name}{view_suffix(view)}.png")
+                context.close()
     finally:
         clean = demo.stop()
         print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'}")

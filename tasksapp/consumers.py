@@ -20,7 +20,7 @@ from django.utils.html import escape
 
 from tasksapp import events
 from tasksapp.connections import database_sync_to_async
-from tasksapp.live import frames, pages
+from tasksapp.live import frames, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
 from tasksapp.permissions import VIEW, can
 
@@ -63,6 +63,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             events.session_group(self.session_key),
             events.user_group(self.user_pk),
         ]
+        if inbox_badge.GROUP not in self.groups:  # inbox: the nav badge on every page
+            self.groups.append(inbox_badge.GROUP)
         for group in self.groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
@@ -94,6 +96,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
 
     async def task_changed(self, event: dict[str, Any]) -> None:
         if self._in_order(event):
+            if inbox_badge.is_badge_event(event):  # inbox: the nav badge on every page
+                self._queue(inbox_badge.BADGE)
+                if not isinstance(self.view, pages.InboxPage):
+                    return
             self._queue(("task", int(event["id"])))
 
     async def server_changed(self, event: dict[str, Any]) -> None:
@@ -138,6 +144,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             fragments: list[pages.Fragment] = []
             try:
                 for item, noticed in due.items():
+                    if item == inbox_badge.BADGE:  # inbox: the nav badge on every page
+                        fragments.append(await inbox_badge.fragment(noticed))
+                        continue
                     fragments += await self.view.fragments(item, noticed)
             except Exception:  # the loop boundary of one socket: the page reloads what it missed
                 log.exception("live: rendering %s for a %s page failed", list(due), type(self.view).__name__)
@@ -151,6 +160,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self.send(text_data=frames.reload_hint([pages.RELOAD_REGION]))
             return
         asked = time.monotonic()  # a render from before this moment may predate what changed
+        if items:  # inbox: the nav badge may have moved too
+            self.pending[inbox_badge.BADGE] = asked
         for item in items:
             self.pending[item] = max(self.pending.get(item, asked), asked)
         if self.pending and (self.flushing is None or self.flushing.done()):

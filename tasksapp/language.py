@@ -1,10 +1,10 @@
 """Which language a page is in: the user's setting, else the switch's cookie, else Accept-Language.
 
 Django's LocaleMiddleware reads the cookie and Accept-Language before the user is known (it must
-run before CommonMiddleware, and authentication runs later). The user's own setting, once the
-preferences model exists (`request.user.preference.language`, empty meaning "follow the
-browser"), is applied in `process_view`, which runs after every `process_request`, so the view,
-its messages and its template are all in that language.
+run before CommonMiddleware, and authentication runs later). The user's own setting (preferences
+page, tasksapp/prefs.py; empty means "follow the browser") is applied in `process_view`, which
+runs after every `process_request`, so the view, its messages and its template are all in it.
+docs/operator.md "Language".
 """
 
 from collections.abc import Callable
@@ -19,29 +19,27 @@ from django.utils.translation.trans_real import get_supported_language_variant, 
 from django.views.decorators.http import require_POST
 from django.views.i18n import set_language
 
+from tasksapp import prefs
 
-def preferred(user: Any) -> str:
-    """The language code the user chose in their preferences, or "" (none chosen, or no preferences)."""
-    if not getattr(user, "is_authenticated", False):
-        return ""
-    prefs = getattr(user, "preference", None)  # a missing one-to-one row raises AttributeError: ""
-    code = getattr(prefs, "language", "") or ""
-    return code if translation.check_for_language(code) and code in dict(settings.LANGUAGES) else ""
+
+def usable(code: str | None) -> str:
+    """`code` if it is one of LANGUAGES, else ""."""
+    return code if code and code in dict(settings.LANGUAGES) else ""
 
 
 def for_scope(scope: dict[str, Any]) -> str:
     """The language a websocket's page was rendered in, by the same rules as the page (user's
     setting, the switch's cookie, Accept-Language, LANGUAGE_CODE), for the live layer's renders.
     Runs in a database thread (the user's setting is a row)."""
-    code = preferred(scope.get("user"))
-    if code:
-        return code
+    user: Any = scope.get("user")
+    if getattr(user, "is_authenticated", False):
+        chosen = prefs.UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
+        code = usable(chosen.first())
+        if code:
+            return code
     cookie = scope.get("cookies", {}).get(settings.LANGUAGE_COOKIE_NAME, "")
-    headers = dict(scope.get("headers", []))
-    accepted = [cookie] + [
-        lang for lang, _q in parse_accept_lang_header(headers.get(b"accept-language", b"").decode("latin-1"))
-    ]
-    for candidate in accepted:
+    header = dict(scope.get("headers", [])).get(b"accept-language", b"").decode("latin-1")
+    for candidate in [cookie] + [code for code, _q in parse_accept_lang_header(header)]:
         if not candidate or candidate == "*":
             continue
         try:
@@ -55,7 +53,8 @@ class LanguageMiddleware(LocaleMiddleware):
     def process_view(
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
     ) -> HttpResponse | None:
-        code = preferred(getattr(request, "user", None))
+        preference = prefs.preference_of(request)
+        code = usable(preference.language if preference is not None else "")
         if code and code != translation.get_language():
             translation.activate(code)
             request.LANGUAGE_CODE = code
@@ -65,12 +64,12 @@ class LanguageMiddleware(LocaleMiddleware):
 @login_not_required
 @require_POST
 def switch(request: HttpRequest) -> HttpResponse:
-    """Django's set_language (a POST with CSRF, no JavaScript; sets the language cookie), which also
-    saves the choice as the user's setting when they have one, so the two never disagree."""
+    """Django's set_language (a POST with CSRF, no JavaScript; sets the language cookie). For a user
+    who chose a language in their preferences, the switch changes that choice too (else the
+    setting, which outranks the cookie, would undo the switch on the next page)."""
     response = set_language(request)
-    code = request.POST.get("language", "")
-    prefs = getattr(request.user, "preference", None) if request.user.is_authenticated else None
-    if prefs is not None and hasattr(prefs, "language") and code in dict(settings.LANGUAGES):
-        prefs.language = code
-        prefs.save(update_fields=["language"])
+    code = usable(request.POST.get("language"))
+    preference = prefs.preference_of(request) if request.user.is_authenticated else None
+    if code and preference is not None and preference.language:
+        prefs.preference_set(user=request.user, language=code)
     return response

@@ -583,3 +583,13 @@ class TaskHour(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H}:00 +{self.started} / {self.finished} done"
+
+
+# Models kept in their own modules, registered with the app here: user preferences (tasksapp/prefs.py)
+# and notifications (tasksapp/notify/models.py).
+from tasksapp.notify.models import (  # noqa: E402, F401
+    NotificationOutbox,
+    NotificationPreference,
+    NotifyCursor,
+)
+from tasksapp.prefs import UserPreference  # noqa: E402, F401

@@ -1,6 +1,19 @@
 from django.urls import path
 
-from tasksapp.views import audit, inbox, oauth, ops, overview, servers, tasks, tools
+from tasksapp.views import (
+    audit,
+    bulk_tasks,
+    inbox,
+    inbox_bulk,
+    notify,
+    oauth,
+    ops,
+    overview,
+    prefs,
+    servers,
+    tasks,
+    tools,
+)
 
 app_name = "tasks"
 
@@ -32,4 +45,12 @@ urlpatterns = [
     path("servers/<int:pk>/oauth/", oauth.client_settings, name="oauth-settings"),
     path("oauth/callback", oauth.callback, name="oauth-callback"),
     path("oauth/client-metadata.json", oauth.client_metadata, name="oauth-client-metadata"),
+    # shell (issue 12 items 2, 3, 13): preferences, the theme button, keyboard shortcuts
+    path("preferences/", prefs.preferences, name="preferences"),
+    path("preferences/theme/", prefs.theme, name="theme"),
+    path("shortcuts/", prefs.shortcuts, name="shortcuts"),
+    # inbox (issue 12 items 1, 5, 7)
+    path("inbox/bulk/", inbox_bulk.inbox_bulk, name="inbox-bulk"),
+    path("tasks/bulk/", bulk_tasks.task_bulk, name="bulk"),
+    path("notifications/", notify.notify_settings, name="notify"),
 ]

@@ -16,7 +16,7 @@ from django.contrib.auth.models import AnonymousUser, Group, User
 from django.test import Client
 from django.urls import reverse
 
-from tasksapp import language, services
+from tasksapp import language, prefs, services
 from tasksapp.consumers import LiveConsumer
 from tasksapp.models import McpServer, RemoteTask
 
@@ -233,3 +233,22 @@ async def test_live_fragments_are_in_each_pages_language(task: RemoteTask) -> No
     assert "cancel requested" in await english.receive_from(timeout=5)
     await chinese.disconnect()
     await english.disconnect()
+
+
+def test_the_users_setting_outranks_the_cookie_and_the_browser() -> None:
+    client = operator()
+    user = User.objects.get(username="olga")
+    audit = reverse("tasks:audit")
+    prefs.preference_set(user=user, language="zh-hans")
+    response = client.get(audit, headers={"accept-language": "en"})
+    assert response["Content-Language"] == "zh-hans" and "<h1>审计日志</h1>" in response.content.decode()
+    assert language.for_scope({"user": user, "headers": [(b"accept-language", b"en")]}) == "zh-hans"
+    # The footer's switch changes the setting too, or the setting would undo it on the next page.
+    client.post(reverse("set_language"), {"language": "en", "next": audit})
+    assert prefs.UserPreference.objects.get(user=user).language == "en"
+    response = client.get(audit, headers=ZH)
+    assert response["Content-Language"] == "en" and "<h1>Audit log</h1>" in response.content.decode()
+    # No language chosen: the browser decides again.
+    prefs.preference_set(user=user, language="")
+    del client.cookies[settings.LANGUAGE_COOKIE_NAME]
+    assert client.get(audit, headers=ZH)["Content-Language"] == "zh-hans"

@@ -303,3 +303,142 @@ async def test_a_task_page_re_reads_its_task_on_the_session_timer(
     frame = (await frames_until(communicator, lambda frame: 'id="task-card"' in frame))[-1]
     assert 'data-status="completed"' in frame
     await communicator.disconnect()
+
+
+# --- issue 8 item 5: a change sends what changed, the timeline entry by entry ------------------
+
+
+def new_event(task: RemoteTask, note: str) -> int:
+    """Something recorded on the task's timeline, published after commit as the services do."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        event = task_note(task=task, source="local", note=note)
+        events.publish_task_changed(task.pk)
+    return event.pk
+
+
+def message(task: RemoteTask, text: str) -> None:
+    """The server says something new about the task (a poll answer with another statusMessage)."""
+    from tasksapp.mcpclient import parse_detailed_task
+
+    task = RemoteTask.objects.get(pk=task.pk)
+    raw = {
+        "taskId": task.remote_id,
+        "status": "working",
+        "statusMessage": text,
+        "createdAt": "2026-11-29T23:00:00+00:00",
+        "lastUpdatedAt": "2026-11-29T23:59:59+00:00",
+    }
+    assert services.task_apply_snapshot(task=task, snapshot=parse_detailed_task(raw), source="poll")
+
+
+def entries(frame: str) -> list[str]:
+    return re.findall(r'<li id="(event-\d+)"(?! hx-swap-oob="delete")', frame)
+
+
+async def test_a_new_timeline_entry_is_sent_alone_and_a_folded_message_replaces_its_entry(
+    viewer: tuple[User, Client], settings: Any
+) -> None:
+    task = await sync_to_async(make_task)()
+    communicator = socket(viewer[1], f"page=task&task={task.pk}")
+    assert (await communicator.connect())[0]
+    await sync_to_async(message)(task, "step 1")
+    first = (await frames_until(communicator, lambda frame: "step 1" in frame))[-1]
+    assert 'id="task-timeline"' in first  # the socket does not know what the page has: all of it
+    (only,) = await sync_to_async(lambda: list(task.events.values_list("pk", flat=True)))()
+
+    await sync_to_async(message)(task, "step 2")  # within a second: folded into the same entry
+    folded = (await frames_until(communicator, lambda frame: "step 2" in frame))[-1]
+    assert 'id="task-timeline"' not in folded and "beforeend" not in folded
+    assert f'<li id="event-{only}" hx-swap-oob="true"' in folded and 'data-merged="1"' in folded
+    assert entries(folded) == [f"event-{only}"]
+
+    settings.MCP_TIMELINE_COALESCE_MS = 0
+    await sync_to_async(message)(task, "step 3")
+    added = (await frames_until(communicator, lambda frame: "step 3" in frame))[-1]
+    newest = await sync_to_async(lambda: task.events.order_by("-pk").values_list("pk", flat=True)[0])()
+    assert 'id="task-timeline"' not in added
+    assert '<ol hx-swap-oob="beforeend:#timeline-events">' in added
+    assert entries(added) == [f"event-{newest}"]  # the new entry only, not the one before it
+    await communicator.disconnect()
+
+
+async def test_the_timeline_keeps_the_pages_window_and_its_older_line(viewer: tuple[User, Client]) -> None:
+    task = await sync_to_async(make_task)()
+    first = [await sync_to_async(new_event)(task, f"note {n}") for n in range(52)]
+    default = socket(viewer[1], f"page=task&task={task.pk}")
+    older = socket(viewer[1], f"page=task&task={task.pk}&show=100")  # after "show older"
+    for communicator in (default, older):
+        assert (await communicator.connect())[0]
+    await sync_to_async(new_event)(task, "note 52")
+    for communicator in (default, older):
+        await frames_until(communicator, lambda frame: 'id="task-timeline"' in frame)
+    newest = await sync_to_async(new_event)(task, "note 53")
+
+    frame = (await frames_until(default, lambda frame: "note 53" in frame))[-1]
+    assert entries(frame) == [f"event-{newest}"]
+    assert f'<li id="event-{first[3]}" hx-swap-oob="delete">' in frame  # the oldest shown leaves the page
+    assert f'<li id="event-{first[4]}" hx-swap-oob="delete">' not in frame
+    older_line = r'<p class="small" id="timeline-older" hx-swap-oob="true">4 older events not shown'
+    assert re.search(older_line, frame)
+
+    frame = (await frames_until(older, lambda frame: "note 53" in frame))[-1]
+    assert entries(frame) == [f"event-{newest}"]
+    assert 'hx-swap-oob="delete"' not in frame.replace(f'<li id="event-{newest}" hx-swap-oob="delete">', "")
+    assert "older events not shown" not in frame
+    for communicator in (default, older):
+        await communicator.disconnect()
+
+
+# --- issue 8 item 4 on lists: a failing server's every active task is marked, however many ----
+
+
+def seeded(count: int) -> tuple[McpServer, list[int]]:
+    """`count` active tasks and one finished one on one server, oldest first (no peer needed)."""
+    server = McpServer.objects.create(name="many", url="http://127.0.0.1:9/mcp")
+    tasks = []
+    for n in range(count + 1):
+        task = RemoteTask(server=server, tool_name="slow_count", status="completed" if n == 0 else "working")
+        task.set_remote_id(f"many-{n}")
+        tasks.append(task)
+    RemoteTask.objects.bulk_create(tasks)
+    return server, list(RemoteTask.objects.filter(server=server).order_by("id").values_list("id", flat=True))
+
+
+def row(html: str, pk: int) -> str:
+    start = html.index(f'<tr id="task-row-{pk}"')
+    return html[start : html.index("</tr>", start)]
+
+
+async def test_a_failing_server_marks_every_active_row_of_an_open_list_stale(
+    viewer: tuple[User, Client],
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    server, (done, oldest, *_) = await sync_to_async(seeded)(600)  # more than the newest 500
+    listing = f"/tasks/?server={server.pk}&sort=created"  # the oldest rows first
+    html = (await sync_to_async(viewer[1].get)(listing)).content.decode()
+    slot = f'<span class="stale-mark" data-server="{server.pk}">'
+    assert slot + "</span>" in row(html, oldest) and "stale-flag" not in row(html, oldest)
+    assert "stale-mark" not in row(html, done)  # a finished task is never stale
+    communicator = socket(viewer[1], "page=tasks")
+    assert (await communicator.connect())[0]
+
+    until = timezone.now() + timedelta(seconds=5)
+    await sync_to_async(services.server_record_failure)(
+        server_id=server.pk, error="cannot reach it", failures=1, backoff_until=until
+    )
+    frame = (await frames_until(communicator, lambda frame: "stale-mark" in frame))[-1]
+    target = rf"innerHTML:#task-rows \.stale-mark\[data-server='{server.pk}'\]"
+    flag = r'<span class="stale-flag"[^>]*>(<time [^>]*>)?stale since'  # the time is a zone-labelled <time>
+    assert re.search(rf'<span hx-swap-oob="{target}">{flag}', frame)
+    html = (await sync_to_async(viewer[1].get)(listing)).content.decode()
+    assert "stale since" in row(html, oldest)  # a reload says the same as the live mark
+
+    await sync_to_async(services.server_record_success)(server_id=server.pk, now=timezone.now())
+    frame = (await frames_until(communicator, lambda frame: "stale-mark" in frame))[-1]
+    assert re.search(rf'<span hx-swap-oob="{target}"></span>', frame)  # the marks go
+    await communicator.disconnect()

@@ -164,4 +164,67 @@
       navigator.clipboard.writeText(source.textContent).then(function () { button.textContent = "Copied"; });
     }
   });
+
+  // --- shell (issue 12 items 2, 3, 13) -------------------------------------------------------
+
+  // The browser's time zone, for the server to render times in when the user chose none
+  // (tasksapp/prefs.py reads the cookie; without JavaScript the server's zone is used).
+  try {
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    var cookie = document.cookie.split("; ").filter(function (c) { return c.indexOf("tz=") === 0; })[0];
+    // Zone names (Area/City_Name, Etc/GMT+3) need no escaping in a cookie; anything else is not sent.
+    if (zone && /^[A-Za-z0-9_+\/-]{1,64}$/.test(zone) && (!cookie || cookie.slice(3) !== zone)) {
+      document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax";
+    }
+  } catch (ignored) { /* no Intl: the server's zone */ }
+
+  // The theme buttons post in the background and switch at once: no reload (the form works without this).
+  function themeNow() {
+    var forced = document.documentElement.dataset.theme;
+    if (forced) { return forced; }
+    return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  }
+  function setTheme(choice) {
+    var form = document.getElementById("theme-form");
+    if (!form) { return; }
+    document.documentElement.dataset.theme = choice;
+    var body = new FormData(form);
+    body.set("theme", choice);
+    fetch(form.action, { method: "POST", body: body, credentials: "same-origin", headers: { "HX-Request": "true" } });
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("#theme-form button[name=theme]");
+    if (!button) { return; }
+    event.preventDefault();
+    setTheme(button.value);
+  });
+
+  // Keyboard shortcuts: "?" shows them (templates/tasksapp/_shortcuts.html), "g" then a letter goes.
+  var GO = { o: "/", t: "/tasks/", i: "/inbox/", s: "/servers/", a: "/audit/", p: "/preferences/" };
+  var pendingG = 0;
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) { return; }
+    var target = event.target;
+    if (target.closest && target.closest("input, textarea, select, [contenteditable], [contenteditable=''], dialog form")) {
+      if (event.key !== "Escape") { return; }
+    }
+    var dialog = document.getElementById("shortcuts-dialog");
+    if (event.key === "?" && dialog) {
+      event.preventDefault();
+      if (dialog.open) { dialog.close(); } else { dialog.showModal(); }
+      return;
+    }
+    if (pendingG && Date.now() - pendingG < 1500 && GO[event.key]) {
+      pendingG = 0;
+      window.location.assign(GO[event.key]);
+      return;
+    }
+    pendingG = event.key === "g" ? Date.now() : 0;
+    if (event.key === "/") {
+      var search = document.getElementById("f-q");
+      if (search) { event.preventDefault(); search.focus(); } else { window.location.assign("/tasks/#f-q"); }
+    } else if (event.key === "d" && document.getElementById("theme-form")) {
+      setTheme(themeNow() === "dark" ? "light" : "dark");
+    }
+  });
 })();

@@ -5,8 +5,9 @@ is submitted), no user name. Table rows travel inside <template>, which parses t
 """
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
@@ -17,12 +18,13 @@ from tasksapp import events
 from tasksapp.live import shared
 from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
 from tasksapp.permissions import roles_of
-from tasksapp.views.present import input_view, task_context
+from tasksapp.views.present import TIMELINE_PAGE, input_view, task_context
 
 Item = tuple[str, int]  # ("task", pk), ("server", pk), ("overview", 0)
 Fragment = tuple[str, str]  # (element id, html)
 RELOAD_REGION = "live-region"  # every live page's updatable part, reloaded whole when needed
 TASK_SECTIONS = ("task-card", "task-inputs", "task-result", "task-timeline", "task-raw")
+TIMELINE_MAX_SHOW = 100_000  # as the page's ?show= (six digits)
 
 
 def audience(user: Any) -> tuple[tuple[str, bool], ...]:
@@ -73,13 +75,35 @@ class LivePage:
         raise NotImplementedError
 
 
-class TaskPage(LivePage):
-    """A task's page: each section is sent only when it differs from what this socket last sent."""
+@dataclass(frozen=True)
+class Timeline:
+    """A task's timeline as a page of `show` entries shows it, rendered once per change."""
 
-    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, pk: int) -> None:
+    section: str  # the whole section, out-of-band
+    older: str  # the "N older events not shown · show older" line, out-of-band
+    entries: tuple[tuple[int, str, str], ...]  # (event id, entry, the entry out-of-band), oldest first
+
+
+def digest(html: str) -> str:
+    return hashlib.blake2b(html.encode(), digest_size=16).hexdigest()
+
+
+class TaskPage(LivePage):
+    """A task's page: each section is sent only when it differs from what this socket last sent;
+    the timeline as its new entries (added at the end, the oldest beyond the page's `show` removed)
+    and the entries that changed (a message folded in), not as a whole."""
+
+    def __init__(
+        self, roles: tuple[tuple[str, bool], ...], page_since: datetime, pk: int, show: int = TIMELINE_PAGE
+    ) -> None:
         super().__init__(roles, page_since)
         self.pk = pk
+        self.show = max(TIMELINE_PAGE, min(show, TIMELINE_MAX_SHOW))
         self.sent: dict[str, str] = {}
+        # The timeline this socket last sent, (event id, digest) oldest first, and its "older" line;
+        # None until it has sent one: the page has what it was rendered with, which may be older.
+        self.entries: list[tuple[int, str]] | None = None
+        self.older = ""
 
     def groups(self) -> list[str]:
         return [events.task_group(self.pk)]
@@ -91,49 +115,119 @@ class TaskPage(LivePage):
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
         if item != ("task", self.pk):
             return []
-        sections: list[Fragment] = await shared.render(
-            ("task", self.pk, self.roles), not_before, self._render
+        rendered: tuple[list[Fragment], Timeline] | None = await shared.render(
+            ("task", self.pk, self.roles, self.show), not_before, self._render
         )
+        if rendered is None:
+            return []
+        sections, timeline = rendered
         changed = []
         for element_id, html in sections:
-            digest = hashlib.blake2b(html.encode(), digest_size=16).hexdigest()
-            if self.sent.get(element_id) != digest:
-                self.sent[element_id] = digest
+            hashed = digest(html)
+            if self.sent.get(element_id) != hashed:
+                self.sent[element_id] = hashed
                 changed.append((element_id, html))
+        html = self._timeline_changes(timeline)
+        if html:
+            # Named after the section: too big for a frame, the page reloads the whole section.
+            changed.insert(TASK_SECTIONS.index("task-raw"), ("task-timeline", html))
         return changed
 
-    def _render(self) -> list[Fragment]:
+    def _timeline_changes(self, timeline: Timeline) -> str:
+        """What turns the timeline this socket last sent into `timeline`: removed entries deleted,
+        changed ones replaced, new ones added at the end; the whole section when the order moved
+        (a "trimmed" summary entering the page) or nothing was sent yet."""
+        new = [(pk, digest(oob)) for pk, _, oob in timeline.entries]
+        older = digest(timeline.older)
+        old, self.entries, last_older, self.older = self.entries, new, self.older, older
+        if old is None:
+            return timeline.section
+        old_ids = {pk for pk, _ in old}
+        new_ids = {pk for pk, _ in new}
+        kept = [pk for pk, _ in old if pk in new_ids]
+        added = [pk for pk, _ in new if pk not in old_ids]
+        if [pk for pk, _ in new] != kept + added:
+            return timeline.section
+        was = dict(old)
+        parts = [f'<li id="event-{pk}" hx-swap-oob="delete"></li>' for pk, _ in old if pk not in new_ids]
+        if older != last_older:
+            parts.append(timeline.older)
+        parts += [oob for pk, _, oob in timeline.entries if pk in was and was[pk] != digest(oob)]
+        if added:
+            plain = [(pk, html) for pk, html, _ in timeline.entries if pk not in old_ids]
+            # Deleted first: a page that reloaded its timeline (a reload hint) may have one already.
+            parts += [f'<li id="event-{pk}" hx-swap-oob="delete"></li>' for pk, _ in plain]
+            parts.append(
+                '<ol hx-swap-oob="beforeend:#timeline-events">' + "".join(html for _, html in plain) + "</ol>"
+            )
+        return "".join(parts)
+
+    def _render(self) -> tuple[list[Fragment], Timeline] | None:
         task = RemoteTask.objects.for_detail().filter(pk=self.pk).first()
         if task is None:
-            return []
+            return None
         context = {
-            **task_context(task, AnonymousUser()),
+            **task_context(task, AnonymousUser(), show=self.show),
             **self.flags,
             "oob": True,
             "request": _Request(f"/tasks/{task.pk}/"),
         }
-        return [
-            (name, render_to_string(f"tasksapp/task_detail.html#{name}", context)) for name in TASK_SECTIONS
+        template = "tasksapp/task_detail.html"
+        timeline_events = cast(list[TaskEvent], context["events"])
+        sections: list[Fragment] = [
+            (name, render_to_string(f"{template}#{name}", context))
+            for name in TASK_SECTIONS
+            if name != "task-timeline"
         ]
+        entries = tuple(
+            (
+                event.pk,
+                render_to_string(f"{template}#timeline-entry", {"event": event}),
+                render_to_string(f"{template}#timeline-entry", {"event": event, "entry_oob": True}),
+            )
+            for event in timeline_events
+        )
+        timeline = Timeline(
+            section=render_to_string(f"{template}#task-timeline", context),
+            older=render_to_string(f"{template}#timeline-older", {**context, "older_oob": True}),
+            entries=entries,
+        )
+        return sections, timeline
 
 
 class ListPage(LivePage):
     """The task list: rows replaced in place; on the first page of the unfiltered list, tasks
-    started after the page was rendered are added at the top (moved there if already added)."""
+    started after the page was rendered are added at the top (moved there if already added).
+
+    A row's stale mark depends on its server only, so a server's health is sent as one mark that
+    the page puts into every row of that server (`.stale-mark[data-server=…]`), however many."""
 
     def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, *, fresh: bool) -> None:
         super().__init__(roles, page_since)
         self.fresh = fresh
+        self.marks: dict[int, str] = {}  # the stale mark this socket last sent, per server
 
     def groups(self) -> list[str]:
-        return [events.TASKS]
+        return [events.TASKS, events.SERVERS]
 
     def catch_up(self, since: datetime) -> list[Item] | None:
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
-        return None if changed is None else [("task", pk) for pk in changed]
+        if changed is None:
+            return None
+        # Servers stale now, or whose health moved since (failed, recovered: a success is recorded).
+        health = (
+            Q(enabled=False)
+            | Q(consecutive_failures__gt=0)
+            | Q(last_success_at__gte=since)
+            | Q(last_error_at__gte=since)
+        )
+        servers = McpServer.objects.filter(health).values_list("id", flat=True)[:200]
+        return [("task", pk) for pk in changed] + [("server", pk) for pk in servers]
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
         kind, pk = item
+        if kind == "server":
+            return await self._stale_mark(pk, not_before)
         if kind != "task":
             return []
         row = await shared.render(("row", pk, self.roles), not_before, lambda: self._render(pk))
@@ -149,6 +243,24 @@ class ListPage(LivePage):
             f'<template><tbody hx-swap-oob="afterbegin:#task-rows">{plain}</tbody></template>'
         )
         return [(element_id, insert)]
+
+    async def _stale_mark(self, pk: int, not_before: float) -> list[Fragment]:
+        """The server's stale mark into every row of that server on the page (htmx swaps an
+        out-of-band element into all elements its selector matches)."""
+        # Keyed by the audience too: what the mark says may depend on it (the page's language).
+        mark = await shared.render(("stale-mark", pk, self.roles), not_before, lambda: self._render_mark(pk))
+        if mark is None or self.marks.get(pk) == mark:
+            return []
+        self.marks[pk] = mark
+        target = f"#task-rows .stale-mark[data-server='{pk}']"
+        return [(RELOAD_REGION, f'<span hx-swap-oob="innerHTML:{target}">{mark}</span>')]
+
+    def _render_mark(self, pk: int) -> str | None:
+        fields = ("name", "enabled", "consecutive_failures", "failing_since")
+        found = McpServer.objects.filter(pk=pk).only(*fields).first()
+        if found is None:
+            return None
+        return render_to_string("tasksapp/task_list.html#stale-flag", {"server": found}).strip()
 
     def _render(self, pk: int) -> tuple[datetime, str, str] | None:
         task = RemoteTask.objects.for_list().filter(pk=pk).first()
@@ -269,7 +381,9 @@ def page_for(
     page: str, params: dict[str, str], roles: tuple[tuple[str, bool], ...], since: datetime
 ) -> LivePage | None:
     if page == "task" and params.get("task", "").isdigit():
-        return TaskPage(roles, since, int(params["task"]))
+        show = params.get("show", "")
+        rows = int(show) if show.isdigit() and len(show) < 7 else 0
+        return TaskPage(roles, since, int(params["task"]), rows)
     if page == "tasks":
         return ListPage(roles, since, fresh=params.get("fresh") == "1")
     simple: dict[str, type[LivePage]] = {"inbox": InboxPage, "overview": OverviewPage, "servers": ServersPage}

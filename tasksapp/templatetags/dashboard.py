@@ -1,8 +1,18 @@
 from datetime import datetime
+from typing import Any
 
 from django import template
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+
+from tasksapp import lifecycle as lifecycle_module
+from tasksapp import markdown as markdown_module
 
 register = template.Library()
+FULL = "Y-m-d H:i:s"
 
 
 @register.filter
@@ -10,7 +20,10 @@ def elapsed(start: datetime | None, end: datetime | None) -> str:
     """'4s', '3m 12s', '2h 5m': the same units the live counters use."""
     if start is None or end is None:
         return "—"
-    seconds = max(0, int((end - start).total_seconds()))
+    return seconds_text(max(0, int((end - start).total_seconds())))
+
+
+def seconds_text(seconds: int) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, seconds = divmod(rest, 60)
     if hours:
@@ -18,11 +31,85 @@ def elapsed(start: datetime | None, end: datetime | None) -> str:
     return f"{minutes}m {seconds}s" if minutes else f"{seconds}s"
 
 
-@register.filter
-def ago(moment: datetime | None) -> str:
-    """'12s ago', '3m 4s ago', '2h 5m ago': precise where Django's timesince says '0 minutes'."""
-    from django.utils import timezone
+def absolute(moment: datetime) -> str:
+    """'2026-12-01 10:07:03 Asia/Shanghai (CST)': the full time and the zone it is in."""
+    local = timezone.localtime(moment)
+    zone = timezone.get_current_timezone_name()
+    abbreviation = date_format(local, "T")
+    suffix = f" ({abbreviation})" if abbreviation and abbreviation != zone else ""
+    return f"{date_format(local, FULL)} {zone}{suffix}"
 
+
+def formatted(local: datetime, fmt: str) -> str:
+    """Django's date format, plus a trailing ".ms" for milliseconds ("H:i:s.ms" -> 10:07:03.042)."""
+    if fmt.endswith(".ms"):
+        return f"{date_format(local, fmt[:-3])}.{local.microsecond // 1000:03d}"
+    return date_format(local, fmt)
+
+
+@register.filter
+def stamp(moment: datetime | None, fmt: str = FULL) -> SafeString | str:
+    """A time that says its zone: `<time title="full time, zone">H:i:s CST</time>` (reader's zone)."""
     if moment is None:
-        return "never"
-    return f"{elapsed(moment, timezone.now())} ago"
+        return "—"
+    local = timezone.localtime(moment)
+    return format_html(
+        '<time datetime="{}" title="{}">{} {}</time>',
+        local.isoformat(),
+        absolute(moment),
+        formatted(local, fmt),
+        date_format(local, "T") or timezone.get_current_timezone_name(),
+    )
+
+
+@register.filter
+def ago(moment: datetime | None) -> SafeString | str:
+    """'12s ago', '3m 4s ago', '2h 5m ago' (precise where timesince says '0 minutes'); the absolute
+    time, with its zone, on hover."""
+    if moment is None:
+        return _("never")
+    text = _("%(elapsed)s ago") % {"elapsed": elapsed(moment, timezone.now())}
+    return format_html('<span class="ago" title="{}">{}</span>', absolute(moment), text)
+
+
+@register.filter
+def markdown(text: Any) -> SafeString:
+    """A server's markdown (tool descriptions) as sanitised HTML: tasksapp/markdown.py."""
+    return markdown_module.render(text)
+
+
+@register.simple_tag
+def lifecycle(task: Any) -> lifecycle_module.Lifecycle:
+    """Where a task's time went (working, waiting for input, waiting on cancel): tasksapp/lifecycle.py."""
+    return lifecycle_module.of_task(task)
+
+
+@register.simple_tag
+def now_stamp() -> SafeString | str:
+    """The current time in the reader's zone, labelled like every other time."""
+    return stamp(timezone.now())
+
+
+@register.filter
+def seconds(value: int | float | None) -> str:
+    """A number of seconds as '4s', '3m 12s', '2h 5m'."""
+    return seconds_text(max(0, int(value or 0)))
+
+
+@register.simple_tag
+def stamped(moment: datetime | None, fmt: str = FULL, *, id: str = "", prefix: str = "") -> SafeString | str:
+    """Like `stamp`, with words before the time and an id on the time itself, inside one <time>:
+    `{% stamped since "H:i:s" prefix="stale since " %}` reads "stale since 10:07:03 CST"."""
+    if moment is None:
+        return "—"
+    local = timezone.localtime(moment)
+    text = formatted(local, fmt)
+    shown = format_html('<span id="{}">{}</span>', id, text) if id else text
+    return format_html(
+        '<time datetime="{}" title="{}">{}{} {}</time>',
+        local.isoformat(),
+        absolute(moment),
+        prefix,
+        shown,
+        date_format(local, "T") or timezone.get_current_timezone_name(),
+    )

@@ -1,15 +1,25 @@
-"""The inbox of open input requests, and answering them (in a task or before one exists)."""
+"""The inbox of open input requests, and answering them (in a task or before one exists).
+
+A compact list, the most urgent first: one row per question, expanded with one click (<details>),
+filtered by server, tool and kind; questions asked before a task exists (MRTR) are listed on the
+first page with the rest. Answering with htmx replaces only that task's rows; without JavaScript
+the answer redirects back to the same place in the list (#anchor). docs/operator.md.
+"""
 
 import time
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tasksapp import elicitation, services
-from tasksapp.models import LARGE_SERVER_COLUMNS, LARGE_TASK_COLUMNS, InputRequest, PendingCall
+from tasksapp.models import LARGE_SERVER_COLUMNS, LARGE_TASK_COLUMNS, InputRequest, McpServer, PendingCall
 from tasksapp.permissions import ANSWER, START, VIEW, require
 from tasksapp.views.common import page, safe_next
 from tasksapp.views.present import InputView, content_blocks, input_view, pretty
@@ -27,12 +37,82 @@ _LARGE = [
 _DEFERRED = [*_LARGE, "task__remote_id_encrypted", "task__server__headers_encrypted"]
 
 
+KINDS = [
+    ("form", gettext_lazy("form (elicitation)")),
+    ("url", gettext_lazy("link (URL elicitation)")),
+    ("sampling", gettext_lazy("sampling")),
+    ("roots", gettext_lazy("roots")),
+    ("mrtr", gettext_lazy("before the task starts")),
+]
+_ELICIT = "elicitation/create"
+# A missing "mode" is form mode; NOT (mode = 'url') alone would be NULL, so say it.
+FORM_MODE = Q(method=_ELICIT) & (~Q(params__has_key="mode") | ~Q(params__mode="url"))
+_KIND_FILTERS = {
+    "form": FORM_MODE,
+    "url": Q(method=_ELICIT, params__mode="url"),
+    "sampling": Q(method="sampling/createMessage"),
+    "roots": Q(method="roots/list"),
+}
+MRTR_LIMIT = 50
+
+
+def inbox_filters(get: Any) -> dict[str, str]:
+    """The list's filters from the query string, bounded: server (id), tool (exact name), kind."""
+    server = str(get.get("server", ""))[:12]
+    kind = str(get.get("kind", ""))
+    return {
+        "server": server if server.isdigit() else "",
+        "tool": str(get.get("tool", ""))[:200],
+        "kind": kind if kind in dict(KINDS) else "",
+    }
+
+
+def filtered_open(filters: dict[str, str]) -> Any:
+    """Open requests matching the filters (no request matches the kind "mrtr": those are calls)."""
+    rows = _open()
+    if filters.get("server"):
+        rows = rows.filter(task__server_id=int(filters["server"]))
+    if filters.get("tool"):
+        rows = rows.filter(task__tool_name=filters["tool"])
+    kind = filters.get("kind")
+    if kind == "mrtr":
+        return rows.none()
+    return rows.filter(_KIND_FILTERS[kind]) if kind else rows
+
+
+def open_calls(filters: dict[str, str]) -> list[PendingCall]:
+    """Calls waiting for input before a task exists (MRTR), oldest first, matching the filters."""
+    if filters.get("kind") not in ("", None, "mrtr"):
+        return []
+    calls = PendingCall.objects.filter(state="open", server__enabled=True, server__archived=False)
+    if filters.get("server"):
+        calls = calls.filter(server_id=int(filters["server"]))
+    if filters.get("tool"):
+        calls = calls.filter(tool_name=filters["tool"])
+    fields = (
+        "id",
+        "tool_name",
+        "input_requests",
+        "created_at",
+        "server__id",
+        "server__name",
+        "server__roots",
+    )
+    return list(calls.select_related("server").only(*fields).order_by("created_at", "id")[:MRTR_LIMIT])
+
+
+def open_count() -> int:
+    """What the navigation badge shows: open questions in tasks, and calls waiting to start."""
+    return (
+        int(_open().count())
+        + PendingCall.objects.filter(state="open", server__enabled=True, server__archived=False).count()
+    )
+
+
 def _open() -> Any:
     return InputRequest.objects.filter(
         state="open", task__expired=False, task__server__enabled=True, task__server__archived=False
-    ).exclude(
-        task__status__in=("completed", "failed", "cancelled")
-    )
+    ).exclude(task__status__in=("completed", "failed", "cancelled"))
 
 
 def open_requests() -> list[InputRequest]:
@@ -46,11 +126,11 @@ def open_requests() -> list[InputRequest]:
     return sorted(rows, key=urgency)
 
 
-def tasks_by_urgency() -> list[int]:
+def tasks_by_urgency(filters: dict[str, str] | None = None) -> list[int]:
     """Ids of the tasks with open requests, the most urgent first (least TTL left, then the oldest
     request): ranked from four narrow columns, so 1,000 open requests cost one small query."""
     best: dict[int, tuple[float, float]] = {}
-    for task_id, ttl_ms, created, first_seen in _open().values_list(
+    for task_id, ttl_ms, created, first_seen in filtered_open(filters or {}).values_list(
         "task_id", "task__ttl_ms", "task__remote_created_at", "first_seen_at"
     ):
         deadline = created.timestamp() + ttl_ms / 1000 if ttl_ms is not None and created else float("inf")
@@ -59,11 +139,12 @@ def tasks_by_urgency() -> list[int]:
     return sorted(best, key=lambda task_id: (best[task_id], task_id))
 
 
-def inbox_items(task_ids: list[int]) -> list[dict[str, Any]]:
+def inbox_items(task_ids: list[int], filters: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The page's tasks, in the given order, each with its open requests as views (one query)."""
     groups: dict[int, list[InputView]] = {task_id: [] for task_id in task_ids}
     tasks = {}
-    for row in _open().filter(task_id__in=task_ids).select_related("task__server").defer(*_DEFERRED):
+    rows = filtered_open(filters or {}).filter(task_id__in=task_ids)
+    for row in rows.select_related("task__server").defer(*_DEFERRED):
         groups[row.task_id].append(input_view(row))
         tasks[row.task_id] = row.task
     return [{"task": tasks[task_id], "inputs": groups[task_id]} for task_id in task_ids if task_id in tasks]
@@ -71,14 +152,25 @@ def inbox_items(task_ids: list[int]) -> list[dict[str, Any]]:
 
 @require(VIEW)
 def inbox(request: HttpRequest) -> HttpResponse:
-    ranked = Paginator(tasks_by_urgency(), PAGE_TASKS).get_page(request.GET.get("page"))
+    filters = inbox_filters(request.GET)
+    ranked = Paginator(tasks_by_urgency(filters), PAGE_TASKS).get_page(request.GET.get("page"))
     context = {
-        "items": inbox_items(list(ranked.object_list)),
+        "items": inbox_items(list(ranked.object_list), filters),
+        "calls": [_call_item(call) for call in open_calls(filters)] if ranked.number == 1 else [],
         "page_obj": ranked,
+        "filters": filters,
+        "filtered": any(filters.values()),
+        "kinds": KINDS,
+        "servers": McpServer.objects.filter(archived=False).order_by("name").only("id", "name"),
+        "query": urlencode({key: value for key, value in filters.items() if value}),
         "inbox_next": request.get_full_path(),
         "now": time.time(),
     }
     return page(request, "tasksapp/inbox.html", context, nav="inbox", live={"page": "inbox"})
+
+
+def _call_item(call: PendingCall) -> dict[str, Any]:
+    return {"call": call, "views": _pending_views(call)}
 
 
 @require(ANSWER)
@@ -87,17 +179,68 @@ def answer(request: HttpRequest, pk: int) -> HttpResponse:
     back = safe_next(request, f"/tasks/{row.task_id}/")
     if request.method != "POST":
         return redirect(back)
+    in_place = bool(getattr(request, "htmx", False)) and request.POST.get("in_place") == "1"
     response, view = build_response(row, request.POST)
     if response is None:
-        messages.error(request, "Please correct the answer below; nothing was sent.")
+        if in_place:
+            return _task_rows(
+                request,
+                row.task_id,
+                back,
+                notice=_("Please correct the answer; nothing was sent."),
+                failed=view,
+            )
+        messages.error(request, _("Please correct the answer below; nothing was sent."))
         context = {"task": row.task, "view": view, "next": back}
         return page(request, "tasksapp/answer_again.html", context, nav="inbox", status=422)
+    ranked = tasks_by_urgency() if back.startswith("/inbox/") and not in_place else []
+    ok, notice = _send(row, response, request.user)
+    if in_place:
+        return _task_rows(request, row.task_id, back, notice=notice, ok=ok)
+    (messages.success if ok else messages.error)(request, notice)
+    anchor = _anchor_after(row.task_id, ranked) if ranked and "#" not in back else ""
+    return redirect(back + (f"#{anchor}" if anchor else ""))
+
+
+def _send(row: InputRequest, response: dict[str, Any], user: Any) -> tuple[bool, str]:
     try:
-        services.task_answer(task=row.task, key=row.key, response=response, user=request.user)
-        messages.success(request, f"Answer sent to {row.task.server.name} for task #{row.task_id}.")
+        services.task_answer(task=row.task, key=row.key, response=response, user=user)
     except services.ServiceError as exc:
-        messages.error(request, str(exc))
-    return redirect(back)
+        return False, str(exc)
+    names = {"server": row.task.server.name, "task": row.task_id}
+    return True, _("Answer sent to %(server)s for task #%(task)s.") % names
+
+
+def _anchor_after(task_id: int, ranked: list[int]) -> str:
+    """Where the reloaded list should scroll to: this task's rows if it still asks something, else
+    the task that followed it (which moved up into its place), else the one before."""
+    if task_id not in ranked:
+        return ""
+    if _open().filter(task_id=task_id).exists():
+        return f"inbox-task-{task_id}"
+    index = ranked.index(task_id)
+    neighbours = ranked[index + 1 : index + 2] or ranked[max(index - 1, 0) : index]
+    return f"inbox-task-{neighbours[0]}" if neighbours else ""
+
+
+def _task_rows(
+    request: HttpRequest, task_id: int, back: str, *, notice: str, ok: bool = False, failed: Any = None
+) -> HttpResponse:
+    """htmx: only this task's rows, re-read, with a one-line outcome (and a form's errors)."""
+    found = inbox_items([task_id])
+    item: dict[str, Any] = found[0] if found else {"task": {"pk": task_id}, "inputs": []}
+    if failed is not None:
+        item["inputs"] = [failed if view.request.pk == failed.request.pk else view for view in item["inputs"]]
+    context = {
+        "item": item,
+        "inbox_next": back,
+        "notice": notice,
+        "notice_ok": ok,
+        "fresh_prefix": failed.prefix if failed is not None else "",
+        "can_answer": True,
+        "open_first": failed is not None,
+    }
+    return render(request, "tasksapp/inbox.html#inbox-task", context)
 
 
 def build_response(row: InputRequest, post: Any) -> tuple[dict[str, Any] | None, InputView]:
@@ -163,7 +306,7 @@ def pending_answer(request: HttpRequest, pk: int) -> HttpResponse:
     if started.task is not None:
         return redirect("tasks:detail", pk=started.task.pk)
     if started.pending is not None and started.pending.state == "open":
-        messages.info(request, "The server needs more input before it can start.")
+        messages.info(request, _("The server needs more input before it can start."))
         return redirect("tasks:pending", pk=started.pending.pk)
     return redirect("tasks:pending", pk=pk)  # a result: shown there, and a reload sends nothing again
 

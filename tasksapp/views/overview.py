@@ -16,12 +16,13 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from tasksapp import counts
-from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp import counts, prefs
+from tasksapp.models import InputRequest, McpServer, RemoteTask, WorkerHeartbeat
 from tasksapp.permissions import VIEW, require, roles_of
 from tasksapp.views.common import page
 
 LONG_RUNNING = 10
+ANSWER_SAMPLE = 2000  # the latest answered input requests the time-to-answer percentiles read
 LIVE_INTERVAL_SECONDS = 1.0
 _render_lock = threading.Lock()
 
@@ -41,6 +42,8 @@ def overview_context() -> dict[str, Any]:
         "workers": list(WorkerHeartbeat.objects.filter(last_beat_at__gte=now - timedelta(days=1))[:20]),
         "long_running": long_running(),
         "chart": hourly_chart(now),
+        "answer_times": answer_times(),
+        "answer_sample": ANSWER_SAMPLE,
         "now": now,
     }
 
@@ -55,7 +58,13 @@ def overview_live_html(user: Any, *, interval: float = LIVE_INTERVAL_SECONDS) ->
     """
     roles = roles_of(user)
     role = "".join("1" if allowed else "0" for allowed in roles.values())
-    key = f"overview-live:{role}:{int(time.time() // interval)}"
+    zone = prefs.user_zone(user)
+    key = f"overview-live:{role}:{zone}:{int(time.time() // interval)}"
+    with timezone.override(zone):
+        return _shared_render(key, roles, interval)
+
+
+def _shared_render(key: str, roles: dict[str, bool], interval: float) -> str:
     html = cache.get(key)
     if html is None:
         with _render_lock:  # viewers arriving together wait for one render instead of each rendering
@@ -81,7 +90,9 @@ def long_running() -> list[RemoteTask]:
 
 
 def hourly_chart(now: datetime) -> dict[str, Any]:
-    """Started and finished per hour over the last 24 hours, as bars for a server-side SVG."""
+    """Started and finished per hour over the last 24 hours, as bars for a server-side SVG; hours are
+    labelled in the reader's zone (the counts are kept per UTC hour; every zone in use today is a
+    whole number of hours away, apart from a few at :30 and :45, whose labels then say so)."""
     start = (now - timedelta(hours=23)).replace(minute=0, second=0, microsecond=0)
     started, finished = counts.per_hour(start)
     hours = [start + timedelta(hours=i) for i in range(24)]
@@ -89,10 +100,12 @@ def hourly_chart(now: datetime) -> dict[str, Any]:
     bars = []
     for i, hour in enumerate(hours):
         s, f = started.get(hour, 0), finished.get(hour, 0)
+        local = timezone.localtime(hour)
         bars.append(
             {
                 "x": 30 + i * 27,
-                "label": hour.strftime("%H"),
+                "label": local.strftime("%H") if local.minute == 0 else local.strftime("%H:%M"),
+                "range": f"{local:%H:%M}-{timezone.localtime(hour + timedelta(hours=1)):%H:%M}",
                 "started": s,
                 "finished": f,
                 "h_started": round(100 * s / peak),
@@ -106,4 +119,31 @@ def hourly_chart(now: datetime) -> dict[str, Any]:
         "peak": peak,
         "total_started": sum(started.values()),
         "total_finished": sum(finished.values()),
+        "zone": timezone.get_current_timezone_name(),
     }
+
+
+def answer_times() -> list[dict[str, Any]]:
+    """Time to answer (first seen → answered) p50 and p90 per server, over the latest ANSWER_SAMPLE
+    answered input requests: one query, bounded whatever the number of requests."""
+    rows = (
+        InputRequest.objects.filter(answered_at__isnull=False)
+        .order_by("-id")
+        .values_list("task__server__name", "first_seen_at", "answered_at")[:ANSWER_SAMPLE]
+    )
+    waits: dict[str, list[float]] = {}
+    for server, seen, answered in rows:
+        if answered is None:
+            continue
+        waits.setdefault(server, []).append(max(0.0, (answered - seen).total_seconds()))
+    return [
+        {"server": server, "count": len(values), "p50": percentile(values, 50), "p90": percentile(values, 90)}
+        for server, values in sorted(waits.items())
+    ]
+
+
+def percentile(values: list[float], rank: int) -> float:
+    """The nearest-rank percentile: the smallest value with at least `rank`% of values at or below it."""
+    ordered = sorted(values)
+    index = max(0, -(-rank * len(ordered) // 100) - 1)
+    return ordered[min(index, len(ordered) - 1)]

@@ -78,12 +78,15 @@ def task_find(request: HttpRequest) -> HttpResponse:
 @require(VIEW)
 def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
     task = get_object_or_404(RemoteTask.objects.for_detail(), pk=pk)
+    show = _number(request.GET.get("show"))
+    # The socket keeps the timeline as long as this page shows it ("show older": docs/live.md).
+    live = {"page": "task", "task": str(task.pk), **({"show": str(show)} if show else {})}
     return page(
         request,
         "tasksapp/task_detail.html",
-        task_context(task, request.user, show=_number(request.GET.get("show"))),
+        task_context(task, request.user, show=show),
         nav="tasks",
-        live={"page": "task", "task": str(task.pk)},
+        live=live,
     )
 
 

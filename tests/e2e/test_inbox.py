@@ -1,4 +1,5 @@
-"""Answering a task's mid-run question (elicitation) from the inbox and from the task's page."""
+"""The inbox (issue 12 item 1): the live badge, the compact list answered in place, the keyboard,
+the bulk answer, a 390 px screen; and answering a question on the task's page."""
 
 import re
 from collections.abc import Callable
@@ -28,37 +29,91 @@ def expect_answers_in_result(page: Page) -> None:
     expect(result).to_contain_text('"plan": "pro"')
 
 
-def test_answer_a_question_from_the_inbox(logged_in: Callable[..., Page]) -> None:
-    page = logged_in()
-    pk = run_tool(page, "reference", "ask_form", delay=0.2)
-    expect(badge(page)).to_have_text("needs input")
-
-    page.get_by_role("link", name="Inbox", exact=True).click()
-    fill_contact_form(page.locator(f"#inbox-task-{pk} .input-request"))
-    expect(page).to_have_url(re.compile(r"/inbox/$"))
-    expect(page.locator(".messages")).to_contain_text(f"Answer sent to reference for task #{pk}.")
-    expect(page.locator(f"#inbox-task-{pk} .input-request")).to_have_count(0)
-
-    page.goto(f"/tasks/{pk}/")
-    expect_answers_in_result(page)
+def badge_count(page: Page) -> int:
+    return int(page.locator("#inbox-badge").get_attribute("data-count") or 0)
 
 
-def test_a_new_question_appears_in_an_open_inbox_and_is_answered_there(
+def test_the_badge_counts_live_and_an_answer_in_the_compact_list_replaces_only_its_row(
     logged_in: Callable[..., Page],
 ) -> None:
     page = logged_in()
-    inbox = page.context.new_page()
-    inbox.goto("/inbox/")
-    expect_live(inbox)
-    mark_window(inbox)
-    pk = run_tool(page, "reference", "ask_form", delay=0.2)
+    watcher = page.context.new_page()
+    watcher.goto("/servers/")  # any page: the nav badge follows the inbox over the socket
+    expect_live(watcher)
+    mark_window(watcher)
+    before = badge_count(watcher)
+    first = run_tool(page, "reference", "ask_form", delay=0.1)
+    second = run_tool(page, "reference", "ask_form", delay=0.1)
+    expect(badge(page)).to_have_text("needs input")
+    expect(watcher.locator("#inbox-badge")).to_have_text(str(before + 2))
+    expect_not_navigated(watcher)
 
-    question = inbox.locator(f"#inbox-task-{pk} .input-request")
-    expect(question).to_be_visible()  # arrives over the websocket, without a reload
-    expect_not_navigated(inbox)
-    fill_contact_form(question)
-    expect(inbox.locator(".messages")).to_contain_text(f"Answer sent to reference for task #{pk}.")
+    page.get_by_role("link", name="Inbox", exact=True).click()
+    expect_live(page)
+    mark_window(page)
+    row = page.locator(f"#inbox-task-{first}")
+    expect(row.locator(".input-request")).to_be_hidden()  # compact: folded until opened
+    # Keyboard: j/k move between rows, Enter opens one (its first field gets focus), Esc closes it.
+    summaries = page.locator("#inbox-items details.inbox-item > summary")
+    page.keyboard.press("j")
+    expect(summaries.first).to_be_focused()
+    row.locator("summary").focus()
+    page.keyboard.press("Enter")
+    expect(row.get_by_label("Full name")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(row.locator(".input-request")).to_be_hidden()
+    expect(row.locator("summary")).to_be_focused()
+    page.keyboard.press("Enter")
+    fill_contact_form(row.locator(".input-request"))
+    expect(page.locator("#inbox-status")).to_contain_text(f"Answer sent to reference for task #{first}.")
+    expect(row.locator(".input-request")).to_have_count(0)
+    expect(page.locator(f"#inbox-task-{second} summary")).to_be_visible()  # the rest stays as it was
+    expect_not_navigated(page)  # no reload: the scroll position and the other rows are kept
+    expect(watcher.locator("#inbox-badge")).to_have_text(str(before + 1))
+
+    page.goto(f"/tasks/{first}/")
     expect_answers_in_result(page)
+    page.goto("/inbox/")
+    page.locator(f"#inbox-task-{second} summary").click()
+    page.locator(f"#inbox-task-{second}").get_by_role("button", name="Decline").click()
+    expect(page.locator(f"#inbox-task-{second} .input-request")).to_have_count(0)
+
+
+def test_one_answer_for_several_questions_with_the_same_form(logged_in: Callable[..., Page]) -> None:
+    page = logged_in()
+    asked = [run_tool(page, "reference", "ask_form", delay=0.1) for _ in range(2)]
+    expect(badge(page)).to_have_text("needs input")
+    page.goto("/inbox/")
+    for pk in asked:
+        page.locator(f"#inbox-task-{pk} input.inbox-pick").check()
+    page.get_by_role("button", name="Answer the selected together").click()
+    expect(page.locator("#bulk-targets li")).to_have_count(2)
+    form = page.locator("#bulk-form")
+    form.get_by_label("Full name").fill("Ada Lovelace")
+    form.get_by_label("Email").fill("ada@example.com")
+    form.get_by_label("Plan").select_option("pro")
+    form.get_by_role("button", name="Accept and send to each").click()
+    expect(page).to_have_url(re.compile(r"/inbox/$"))
+    expect(page.locator(".messages")).to_contain_text("The answer was sent to 2 questions.")
+    for pk in asked:
+        page.goto(f"/tasks/{pk}/")
+        expect_answers_in_result(page)
+
+
+def test_the_inbox_fits_a_390_px_screen(logged_in: Callable[..., Page]) -> None:
+    page = logged_in(viewport={"width": 390, "height": 800})
+    pk = run_tool(page, "reference", "ask_url", delay=0.1)  # a long link: the widest question
+    expect(badge(page)).to_have_text("needs input")
+    page.goto("/inbox/")
+    page.locator(f"#inbox-task-{pk} summary").click()
+    expect(page.locator(f"#inbox-task-{pk} .input-request")).to_be_visible()
+    # The inbox's own content never runs off the side (the header is the "shell" helper's, item 2).
+    rights = "Array.from(document.querySelectorAll('#main *')).map(e => e.getBoundingClientRect().right)"
+    widest = page.evaluate(f"Math.max(...{rights})")
+    assert widest <= 390, widest
+    assert page.evaluate("document.querySelector('#main').scrollWidth") <= 390
+    page.locator(f"#inbox-task-{pk}").get_by_role("button", name="Decline").click()
+    expect(page.locator(f"#inbox-task-{pk} .input-request")).to_have_count(0)
 
 
 def test_a_question_that_arrives_live_on_the_task_page_is_answered_there(

@@ -137,6 +137,7 @@ def test_a_question_pushed_into_an_open_inbox_can_be_answered_there(logged_in: C
     question = answerer.locator(f"#inbox-task-{pk} .input-request")
     expect(question).to_contain_text("Please fill in your contact details.")
     assert question.locator("input[name=csrfmiddlewaretoken]").count() == 0  # arrived over the socket
+    answerer.locator(f"#inbox-task-{pk} summary").first.click()  # rows fold their forms (issue 12 item 1)
     question.get_by_role("button", name="Decline").click()
     expect(answerer.locator(".messages")).to_contain_text(f"Answer sent to reference for task #{pk}.")
     expect(badge(starter)).to_have_text("completed")

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import Demo, badge, run_tool
+from tests.e2e.conftest import Demo, badge, expect_live, expect_not_navigated, mark_window, run_tool
 from tests.faults import outage_proxy
 
 pytestmark = pytest.mark.browser
@@ -28,18 +28,31 @@ def test_a_failing_servers_task_is_marked_stale_while_it_fails(
         stale = page.locator("#task-card .stale-flag")
         expect(stale).to_have_count(0)
 
+        lister = logged_in()
+        lister.goto("/tasks/")
+        expect_live(lister)
+        mark_window(lister)
+        row_stale = lister.locator(f"#task-row-{pk} .stale-flag")
+        expect(row_stale).to_have_count(0)
+
         proxy.down()
         expect(stale).to_contain_text("stale since")  # live: no reload
         expect(page.locator("#stale-warning")).to_contain_text("flaky has been failing since")
         expect(badge(page)).to_have_text("working")  # what the server said last, still shown
-        lister = logged_in()
-        lister.goto("/tasks/")
-        expect(lister.locator(f"#task-row-{pk} .stale-flag")).to_contain_text("stale since")
-        lister.goto("/")
-        expect(lister.locator('[data-tile="stale"] b')).not_to_have_text("0")
+        expect(row_stale).to_contain_text("stale since")  # the server's mark, live, in its rows
+        expect_not_navigated(lister)
+        lister.reload()
+        expect(row_stale).to_contain_text("stale since")
+        overview = logged_in()
+        overview.goto("/")
+        expect(overview.locator('[data-tile="stale"] b')).not_to_have_text("0")
+        expect_live(lister)
+        mark_window(lister)
 
         proxy.up()
         expect(stale).to_have_count(0)
+        expect(row_stale).to_have_count(0)
+        expect_not_navigated(lister)
         page.get_by_role("link", name="Cancel task…").click()
         page.locator("#confirm-cancel").click()
         expect(badge(page)).to_have_text("cancelled")

@@ -60,6 +60,9 @@ class Command(BaseCommand):
 
         worker = Worker(name="demo-worker")
         running = twisted_loop.create_task(worker.run())
+        from tasksapp.notify import drainer  # inbox (issue 12 item 7): notifications on their own thread
+
+        drainer.start()  # a daemon thread: it ends with the process
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
             f"\nMCP Tasks Dashboard: {url}\n  log in as {options['username']} / {password}\n"

@@ -30,7 +30,13 @@ class Command(BaseCommand):
             loop.add_signal_handler(signum, worker.stop)
         self.stdout.write(f"worker {worker.name} started", ending="\n")
         self.stdout.flush()
-        await worker.run(duration=options["duration"], once=options["once"])
+        from tasksapp.notify import drainer  # inbox (issue 12 item 7): notifications on their own thread
+
+        _, stop_notify = drainer.start()
+        try:
+            await worker.run(duration=options["duration"], once=options["once"])
+        finally:
+            stop_notify.set()
         self.stdout.write(
             f"worker {worker.name} stopped: {worker.stats.polls} polls, {worker.stats.pushes} pushes, "
             f"{worker.stats.changes} changes"

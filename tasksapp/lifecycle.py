@@ -1,0 +1,108 @@
+"""Where a task's time went: working, waiting for input, waiting on a cancel, from its timeline.
+
+Read-only over the events tasksapp/services/timeline.py records (at most MCP_TIMELINE_MAX_EVENTS a
+task, so this is bounded). Each event's status holds until the next event; the last one holds until
+the task finished (terminal) or until now. Time after the operator asked to cancel, while the task
+is not yet terminal, counts as waiting on the cancel. Where older events were trimmed, their
+summary row stands for them, so those stretches are approximate.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from tasksapp.models import TERMINAL, TaskEvent
+
+WORKING, INPUT, CANCEL = "working", "input", "cancel"
+BAR_WIDTH = 1000  # the SVG's viewBox units
+
+
+@dataclass
+class Segment:
+    kind: str
+    start: datetime
+    end: datetime
+    x: int = 0
+    width: int = 0
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+@dataclass
+class Lifecycle:
+    segments: list[Segment] = field(default_factory=list)
+    totals: dict[str, float] = field(default_factory=lambda: {WORKING: 0.0, INPUT: 0.0, CANCEL: 0.0})
+    finished: bool = False
+
+    @property
+    def total(self) -> float:
+        return sum(self.totals.values())
+
+    @property
+    def working(self) -> int:
+        return round(self.totals[WORKING])
+
+    @property
+    def waiting_input(self) -> int:
+        return round(self.totals[INPUT])
+
+    @property
+    def waiting_cancel(self) -> int:
+        return round(self.totals[CANCEL])
+
+
+def of_task(task: Any) -> Lifecycle:
+    rows = TaskEvent.objects.filter(task=task).order_by("observed_at", "id")
+    events = list(rows.values_list("observed_at", "status"))
+    return compute(events, cancel_requested_at=task.cancel_requested_at, now=timezone.now())
+
+
+def compute(
+    events: list[tuple[datetime, str]], *, cancel_requested_at: datetime | None, now: datetime
+) -> Lifecycle:
+    """The lifecycle of (observed_at, status) events in time order."""
+    life = Lifecycle()
+    for index, (start, status) in enumerate(events):
+        if status in TERMINAL:
+            life.finished = True
+            break
+        end = events[index + 1][0] if index + 1 < len(events) else now
+        for part in _split(start, end, status, cancel_requested_at):
+            _add(life, part)
+    _lay_out(life)
+    return life
+
+
+def _split(start: datetime, end: datetime, status: str, cancel_at: datetime | None) -> list[Segment]:
+    kind = INPUT if status == "input_required" else WORKING
+    if end <= start:
+        return []
+    if cancel_at is None or cancel_at >= end:
+        return [Segment(kind, start, end)]
+    if cancel_at <= start:
+        return [Segment(CANCEL, start, end)]
+    return [Segment(kind, start, cancel_at), Segment(CANCEL, cancel_at, end)]
+
+
+def _add(life: Lifecycle, segment: Segment) -> None:
+    life.totals[segment.kind] += segment.seconds
+    last = life.segments[-1] if life.segments else None
+    if last is not None and last.kind == segment.kind and last.end == segment.start:
+        last.end = segment.end
+    else:
+        life.segments.append(segment)
+
+
+def _lay_out(life: Lifecycle) -> None:
+    """x and width in BAR_WIDTH units; every segment at least 1 unit wide so it stays visible."""
+    total = life.total
+    if total <= 0:
+        return
+    origin = life.segments[0].start
+    for segment in life.segments:
+        segment.x = round(BAR_WIDTH * (segment.start - origin).total_seconds() / total)
+        segment.width = max(1, round(BAR_WIDTH * segment.seconds / total))

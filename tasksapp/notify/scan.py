@@ -1,0 +1,84 @@
+"""From what happened to outbox rows: one per user, channel and event, as each user chose."""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tasksapp.models import InputRequest, McpServer, TaskEvent
+from tasksapp.notify.config import base_url
+from tasksapp.notify.models import NotificationOutbox, NotificationPreference, NotifyCursor
+from tasksapp.permissions import VIEW, can
+
+MARGIN = timedelta(seconds=5)  # rows committed a little late still fall in the next window
+LOOK_BACK = timedelta(minutes=10)  # the longest a stopped worker catches up on
+UNHEALTHY_FAILURES = 3  # consecutive failed polls before a server counts as unhealthy
+Event = tuple[str, str, int | None, str | None, str]  # (event, key, server id, tool, text)
+
+
+def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[list[Event], set[int]]:
+    """Events in (since, until], and the servers unhealthy now (those in `reported` were told)."""
+    found: list[Event] = []
+    asked = InputRequest.objects.filter(first_seen_at__gt=since, first_seen_at__lte=until, state="open")
+    for pk, task_id, server_id, server, tool in asked.values_list(
+        "pk", "task_id", "task__server_id", "task__server__name", "task__tool_name"
+    )[:500]:
+        text = f"Input needed: task #{task_id} ({tool}) on {server} asks a question."
+        found.append(("input", f"input-{pk}", server_id, tool, text))
+    failed = TaskEvent.objects.filter(observed_at__gt=since, observed_at__lte=until, status="failed")
+    for task_id, server_id, server, tool in failed.values_list(
+        "task_id", "task__server_id", "task__server__name", "task__tool_name"
+    ).distinct()[:500]:
+        found.append(
+            ("failed", f"failed-{task_id}", server_id, tool, f"Task #{task_id} ({tool}) on {server} failed.")
+        )
+    unhealthy = McpServer.objects.filter(consecutive_failures__gte=UNHEALTHY_FAILURES, archived=False)
+    now_bad = set()
+    for pk, name, failures, error in unhealthy.values_list(
+        "pk", "name", "consecutive_failures", "last_error"
+    ):
+        now_bad.add(pk)
+        if pk not in reported:
+            text = f"Server {name} is unhealthy: {failures} failed polls in a row. {str(error)[:300]}"
+            found.append(("unhealthy", f"unhealthy-{pk}-{until:%Y%m%d%H%M%S}", pk, None, text))
+    return found, now_bad
+
+
+def enqueue(found: list[Event]) -> int:
+    """Outbox rows for every user who wants each event (and may see tasks); rows already queued
+    for the same user, channel and event are ignored. Returns the rows offered, not those new."""
+    prefs = [pref for pref in NotificationPreference.objects.select_related("user") if can(pref.user, VIEW)]
+    rows = []
+    for event, key, server_id, tool, text in found:
+        for pref in prefs:
+            if not pref.wants(event, server_id, tool):
+                continue
+            link = base_url() + ("/inbox/" if event == "input" else "/")
+            body = f"{text}\n{link}"
+            channels = [name for name, on in (("email", pref.email), ("webhook", pref.webhook_url)) if on]
+            rows += [
+                NotificationOutbox(
+                    user=pref.user, channel=channel, key=key, event=event, subject=text[:300], text=body
+                )
+                for channel in channels
+            ]
+    NotificationOutbox.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def scan(now: datetime | None = None) -> int:
+    """Move the cursor to now, enqueueing what happened since it (one worker at a time)."""
+    now = now or timezone.now()
+    if not NotificationPreference.objects.exists():  # nobody listens: no writes, no locks
+        return 0
+    with transaction.atomic():
+        cursor = NotifyCursor.objects.select_for_update().filter(pk=1).first()
+        if cursor is None:
+            cursor = NotifyCursor.objects.create(pk=1, scanned_to=now - MARGIN)
+        reported: Any = set(cursor.unhealthy or [])
+        since = max(cursor.scanned_to, now - LOOK_BACK) - MARGIN
+        found, now_bad = happenings(since, now, reported)
+        queued = enqueue(found)
+        NotifyCursor.objects.filter(pk=1).update(scanned_to=now, unhealthy=sorted(now_bad))
+    return queued

@@ -1,0 +1,124 @@
+"""Each person's display preferences: time zone, theme and language, and the middleware that applies them.
+
+The zone a page is rendered in is, in order: the zone the user chose on the preferences page, the
+browser's own zone (app.js reads it with Intl and keeps it in the `tz` cookie), settings.TIME_ZONE.
+The theme is "auto" (follow prefers-color-scheme), "light" or "dark". The language is kept here
+for the i18n layer to use ("" = from Accept-Language).
+"""
+
+import functools
+import zoneinfo
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+from django.conf import settings
+from django.db import models
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+ZONE_COOKIE = "tz"
+_ATTRIBUTE = "_tasksapp_preference"
+
+
+class UserPreference(models.Model):
+    class Theme(models.TextChoices):
+        AUTO = "auto", _("Follow the system (light or dark)")
+        LIGHT = "light", _("Light")
+        DARK = "dark", _("Dark")
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference")
+    time_zone = models.CharField(
+        max_length=64, blank=True, default="", help_text="an IANA zone; empty: the browser's zone"
+    )
+    theme = models.CharField(max_length=5, choices=Theme.choices, default=Theme.AUTO)
+    language = models.CharField(
+        max_length=16, blank=True, default="", help_text="a LANGUAGES code; empty: from Accept-Language"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        app_label = "tasksapp"
+
+    def __str__(self) -> str:
+        return f"preferences of {self.user_id}"
+
+
+@functools.cache
+def zone_names() -> frozenset[str]:
+    """Every IANA zone this machine knows (a cookie or a form may name only these)."""
+    return frozenset(zoneinfo.available_timezones())
+
+
+def valid_zone(name: str | None) -> str | None:
+    """`name` if it is a zone this machine knows ("Asia%2FShanghai" from a cookie counts), else None."""
+    name = unquote(name) if name else name
+    return name if name and name in zone_names() else None
+
+
+def preference_of(request: HttpRequest) -> UserPreference | None:
+    """The signed-in user's preferences (read once per request), None for anonymous visitors."""
+    if not hasattr(request, _ATTRIBUTE):
+        user = getattr(request, "user", None)
+        found = None
+        if user is not None and user.is_authenticated:
+            found = UserPreference.objects.filter(user_id=user.pk).first()
+        setattr(request, _ATTRIBUTE, found)
+    preference: UserPreference | None = getattr(request, _ATTRIBUTE)
+    return preference
+
+
+def remember(request: HttpRequest, preference: UserPreference) -> None:
+    setattr(request, _ATTRIBUTE, preference)
+
+
+def zone_for(preference: UserPreference | None, cookie: str | None) -> tuple[str, str]:
+    """(zone name, where it came from: "chosen", "browser" or "server")."""
+    if preference is not None and valid_zone(preference.time_zone):
+        return preference.time_zone, "chosen"
+    if browser := valid_zone(cookie):
+        return browser, "browser"
+    return settings.TIME_ZONE, "server"
+
+
+def user_zone(user: Any) -> str:
+    """The zone to render for `user` outside a request (e.g. a live frame): chosen, else the server's."""
+    pk = getattr(user, "pk", None)
+    if pk is None:
+        return str(settings.TIME_ZONE)
+    chosen = UserPreference.objects.filter(user_id=pk).values_list("time_zone", flat=True).first()
+    return valid_zone(chosen) or settings.TIME_ZONE
+
+
+class PreferenceMiddleware:
+    """Renders every page in the reader's time zone (after AuthenticationMiddleware)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        zone, _source = zone_for(preference_of(request), request.COOKIES.get(ZONE_COOKIE))
+        with timezone.override(zoneinfo.ZoneInfo(zone)):
+            return self.get_response(request)
+
+
+def context(request: HttpRequest) -> dict[str, Any]:
+    """For base.html: the theme to force (or "" to follow the system) and the zone in use."""
+    preference = preference_of(request)
+    zone, source = zone_for(preference, request.COOKIES.get(ZONE_COOKIE))
+    theme = preference.theme if preference is not None else UserPreference.Theme.AUTO
+    return {
+        "theme": "" if theme == UserPreference.Theme.AUTO else theme,
+        "zone_name": zone,
+        "zone_source": source,
+    }
+
+
+def preference_set(*, user: Any, **fields: str) -> UserPreference:
+    """Save some of `user`'s preferences (time_zone, theme, language); the others stay as they were."""
+    preference, _created = UserPreference.objects.get_or_create(user=user)
+    for name, value in fields.items():
+        setattr(preference, name, value)
+    preference.save()
+    return preference
