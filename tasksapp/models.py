@@ -121,6 +121,13 @@ HEALTH_WORDS = (
     pgettext_lazy("server health", "healthy"),
     pgettext_lazy("server health", "unknown"),
 )
+VIA_WORDS = (  # RemoteTask.last_seen_via, shown as "(by poll)"
+    pgettext_lazy("seen via", "create"),
+    pgettext_lazy("seen via", "poll"),
+    pgettext_lazy("seen via", "push"),
+    pgettext_lazy("seen via", "operator"),
+    pgettext_lazy("seen via", "local"),
+)
 STATUS_WORDS = (
     pgettext_lazy("task status", "working"),
     pgettext_lazy("task status", "input_required"),
