@@ -16,9 +16,10 @@ from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
 from django.utils.html import escape
 
-from tasksapp import events, redislayer
+from tasksapp import events, language, redislayer
 from tasksapp.connections import database_sync_to_async
 from tasksapp.live import frames, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
@@ -45,7 +46,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if user is None or page not in PAGES or not await database_sync_to_async(can)(user, VIEW):
             await self.close(code=REFUSED)
             return
-        roles = await database_sync_to_async(pages.audience)(user)
+        # Fragments in the page's language: activated for this consumer's task (and the renders it
+        # starts, which copy its context), and part of the audience so renders are shared per language.
+        code = await database_sync_to_async(language.for_scope)(self.scope)
+        translation.activate(code)
+        roles = (*await database_sync_to_async(pages.audience)(user), (f"language:{code}", True))
         view = pages.page_for(page, params, roles, _since(params.get("since", "")))
         if view is None:
             await self.close(code=REFUSED)

@@ -219,10 +219,8 @@ async def _live_row(accept_language: bytes, user: User) -> WebsocketCommunicator
     return communicator
 
 
-LIVE_PATCH = "needs /work/notes/i18n-live.patch in tasksapp/consumers.py (i8's file)"
 
 
-@pytest.mark.xfail(strict=True, reason=LIVE_PATCH)
 async def test_live_fragments_are_in_each_pages_language(task: RemoteTask) -> None:
     viewer = await sync_to_async(User.objects.create_user)("vic", password="pw-for-tests-only")
     await sync_to_async(viewer.groups.add)(await sync_to_async(Group.objects.get)(name="viewer"))
