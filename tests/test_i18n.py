@@ -219,8 +219,6 @@ async def _live_row(accept_language: bytes, user: User) -> WebsocketCommunicator
     return communicator
 
 
-
-
 async def test_live_fragments_are_in_each_pages_language(task: RemoteTask) -> None:
     viewer = await sync_to_async(User.objects.create_user)("vic", password="pw-for-tests-only")
     await sync_to_async(viewer.groups.add)(await sync_to_async(Group.objects.get)(name="viewer"))
