@@ -3,6 +3,7 @@
 See docs/deploy.md for every variable.
 """
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -261,3 +262,18 @@ SECURE_CSP = {
 
 # Daphne serves /static/ itself unless a proxy or CDN does (set SERVE_STATIC=false then).
 SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+# Email for notifications (docs/notifications.md): Django's SMTP backend, configured from the
+# environment. Each setting is set only when its variable is, so an unconfigured dashboard keeps
+# Django's defaults (and Django 6.1's MAILERS deprecation notice stays quiet).
+_environ = os.environ
+if "EMAIL_HOST" in _environ:
+    EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+if "EMAIL_PORT" in _environ:
+    EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+if "EMAIL_HOST_USER" in _environ:
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+if "EMAIL_HOST_PASSWORD" in _environ:
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+if "EMAIL_USE_TLS" in _environ:
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
