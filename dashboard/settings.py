@@ -3,6 +3,7 @@
 See docs/deploy.md for every variable.
 """
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -38,6 +39,9 @@ MIDDLEWARE = [
     "tasksapp.connections.RetryLostConnectionMiddleware",  # first: it may answer a page load again
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # After sessions, before CommonMiddleware (Django's order); the language is chosen in
+    # tasksapp/language.py: the user's setting, then the switch's cookie, then Accept-Language.
+    "tasksapp.language.LanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -65,6 +69,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
                 "tasksapp.prefs.context",
             ],
         },
@@ -169,7 +174,13 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# English, and Simplified Chinese (the language of the protocol brief): docs/operator.md "Language".
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+LANGUAGE_COOKIE_SAMESITE = "Lax"
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG and env_bool("HTTPS", False))
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -251,3 +262,18 @@ SECURE_CSP = {
 
 # Daphne serves /static/ itself unless a proxy or CDN does (set SERVE_STATIC=false then).
 SERVE_STATIC = env_bool("SERVE_STATIC", True)
+
+# Email for notifications (docs/notifications.md): Django's SMTP backend, configured from the
+# environment. Each setting is set only when its variable is, so an unconfigured dashboard keeps
+# Django's defaults (and Django 6.1's MAILERS deprecation notice stays quiet).
+_environ = os.environ
+if "EMAIL_HOST" in _environ:
+    EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+if "EMAIL_PORT" in _environ:
+    EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+if "EMAIL_HOST_USER" in _environ:
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+if "EMAIL_HOST_PASSWORD" in _environ:
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+if "EMAIL_USE_TLS" in _environ:
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)

@@ -8,6 +8,8 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import ActionLocation
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tasksapp import services
 from tasksapp.mcpclient.wire import parse_header_lines
@@ -92,7 +94,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic onl
     ]
     actions = ["refresh_discovery"]
 
-    @admin.display(description="headers")
+    @admin.display(description=gettext_lazy("headers"))
     def masked(self, server: McpServer) -> str:
         return json.dumps(server.masked_headers, ensure_ascii=False) if server.headers_encrypted else "—"
 
@@ -116,7 +118,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic onl
                 McpServer.objects.filter(pk=server.pk).update(roots=obj.roots, enabled=obj.enabled)
             obj.pk = server.pk
         except services.ServiceError as exc:
-            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            self.message_user(request, _("Not saved: %(error)s") % {"error": exc}, messages.ERROR)
             raise _NotSaved from exc
 
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
@@ -130,7 +132,7 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic onl
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # tasks keep a reference to their server; disable it instead
 
-    @admin.action(description="Discover again (versions, capabilities, tools)")
+    @admin.action(description=gettext_lazy("Discover again (versions, capabilities, tools)"))
     def refresh_discovery(self, request: HttpRequest, queryset: QuerySet[McpServer]) -> None:
         for server in queryset:
             try:
@@ -185,13 +187,15 @@ class RemoteTaskAdmin(ReadOnlyAdmin):
     inlines = [InputRequestInline, TaskEventInline]
     actions = ["cancel_tasks"]
 
-    @admin.action(description="Cancel the selected tasks (tasks/cancel)")
+    @admin.action(description=gettext_lazy("Cancel the selected tasks (tasks/cancel)"))
     def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[RemoteTask]) -> None:
         for task in queryset.select_related("server"):
             try:
                 services.task_cancel(task=task, user=request.user)
             except services.ServiceError as exc:
-                self.message_user(request, f"Task #{task.pk}: {exc}", messages.WARNING)
+                self.message_user(
+                    request, _("Task #%(pk)s: %(error)s") % {"pk": task.pk, "error": exc}, messages.WARNING
+                )
 
     def get_actions(
         self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST

@@ -16,9 +16,10 @@ from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
 from django.utils.html import escape
 
-from tasksapp import events
+from tasksapp import events, language, redislayer
 from tasksapp.connections import database_sync_to_async
 from tasksapp.live import frames, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
@@ -45,7 +46,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if user is None or page not in PAGES or not await database_sync_to_async(can)(user, VIEW):
             await self.close(code=REFUSED)
             return
-        roles = await database_sync_to_async(pages.audience)(user)
+        # Fragments in the page's language: activated for this consumer's task (and the renders it
+        # starts, which copy its context), and part of the audience so renders are shared per language.
+        code = await database_sync_to_async(language.for_scope)(self.scope)
+        translation.activate(code)
+        roles = (*await database_sync_to_async(pages.audience)(user), (f"language:{code}", True))
         view = pages.page_for(page, params, roles, _since(params.get("since", "")))
         if view is None:
             await self.close(code=REFUSED)
@@ -125,6 +130,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             max(seq - last - 1, 1),
             key[1],
         )
+        redislayer.count("resync_gap")  # mcp_live_resyncs_total{reason="gap"} in /metrics
         joined = datetime.now(UTC) - pages.MARGIN - timedelta(seconds=time.monotonic() - self.joined)
         self.resync = asyncio.create_task(self._catch_up(joined))
         return False
@@ -138,21 +144,26 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             self.flushing = asyncio.create_task(self._flush_soon())
 
     async def _flush_soon(self) -> None:
-        await asyncio.sleep(self.view.coalesce)
+        await asyncio.sleep(_until_tick(self.view.coalesce))
         while self.pending:
             due, self.pending = self.pending, {}
             fragments: list[pages.Fragment] = []
             try:
-                for item, noticed in due.items():
-                    if item == inbox_badge.BADGE:  # inbox: the nav badge on every page
-                        fragments.append(await inbox_badge.fragment(noticed))
-                        continue
-                    fragments += await self.view.fragments(item, noticed)
+                # All at once, so that the renders of one flush (and of every socket flushing on
+                # the same tick) join one batch (tasksapp/live/fanout.py); in order.
+                found = await asyncio.gather(*(self._fragments(item, at) for item, at in due.items()))
+                for part in found:
+                    fragments += part
             except Exception:  # the loop boundary of one socket: the page reloads what it missed
                 log.exception("live: rendering %s for a %s page failed", list(due), type(self.view).__name__)
                 fragments.append((pages.RELOAD_REGION, frames.reload_hint([pages.RELOAD_REGION])))
             for frame in frames.pack(fragments):
                 await self.send(text_data=frame)
+
+    async def _fragments(self, item: pages.Item, noticed: float) -> list[pages.Fragment]:
+        if item == inbox_badge.BADGE:  # inbox: the nav badge on every page
+            return [await inbox_badge.fragment(noticed)]
+        return await self.view.fragments(item, noticed)
 
     async def _catch_up(self, since: datetime) -> None:
         items = await database_sync_to_async(self.view.catch_up)(since)
@@ -187,6 +198,15 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
                 # A dropped last message is followed by no gap to notice: a task's page re-reads
                 # its task on this timer too (sections it already has are not sent again).
                 await self._catch_up(checked - pages.MARGIN)
+
+
+def _until_tick(period: float) -> float:
+    """Seconds to the next multiple of `period` on the monotonic clock: the sockets of a process
+    flush on one grid, so what they render in a window is rendered once, in one batch. A change
+    waits `period` at most (half of it on average)."""
+    if period <= 0:
+        return 0.0
+    return period - (time.monotonic() % period)
 
 
 def _since(text: str) -> datetime:

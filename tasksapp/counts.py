@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, transaction
+from django.utils.translation import gettext_lazy as _
 
 COUNTS = "tasksapp_taskcount"
 HOURS = "tasksapp_taskhour"
@@ -90,15 +91,15 @@ def on_post_migrate(using: str, **kwargs: Any) -> None:
 # --- reading ------------------------------------------------------------------------------------
 
 TILES = [
-    ("working", "working"),
-    ("needs_input", "needs input"),
-    ("cancel_requested", "cancel requested"),
-    ("completed", "completed"),
-    ("tool_error", "completed with tool error"),
-    ("failed", "failed"),
-    ("cancelled", "cancelled"),
-    ("expired", "expired"),
-    ("stale", "stale (server failing or off)"),
+    ("working", _("working")),
+    ("needs_input", _("needs input")),
+    ("cancel_requested", _("cancel requested")),
+    ("completed", _("completed")),
+    ("tool_error", _("completed with tool error")),
+    ("failed", _("failed")),
+    ("cancelled", _("cancelled")),
+    ("expired", _("expired")),
+    ("stale", _("stale (server failing or off)")),
 ]
 TERMINAL = ("completed", "failed", "cancelled")
 

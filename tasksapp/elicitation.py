@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 import idna
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tasksapp.schemacheck import SchemaUncheckable, issue_text, property_of, schema_issues
 from tasksapp.schemafields import (
@@ -38,7 +40,7 @@ MAX_BLOCK_TEXT = 8000
 MAX_LIST = 20
 MAX_ROOTS = 100
 OPERATOR_MODEL = "human-operator"
-UNSUPPORTED = "This server asked for a field the dashboard cannot render safely: {}"
+UNSUPPORTED = gettext_lazy("This server asked for a field the dashboard cannot render safely: {}")
 
 
 class SchemaForm(forms.Form):
@@ -167,23 +169,27 @@ def _host_forms(hostname: str) -> tuple[str, str] | None:
 def _url_refusal(url: object) -> str:
     """Why the link must not be offered, or "" when it may be."""
     if not isinstance(url, str) or not url:
-        return "The request carries no link."
+        return _("The request carries no link.")
     if len(url) > MAX_URL:
-        return "The link is too long to show safely."
+        return _("The link is too long to show safely.")
     if _has_invisible(url):
-        return "The link contains spaces or invisible characters that could disguise it."
+        return _("The link contains spaces or invisible characters that could disguise it.")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 -- raises ValueError for a malformed port
     except ValueError:
-        return "The link is malformed."
+        return _("The link is malformed.")
     if parts.scheme.lower() not in ("http", "https"):
-        return f"Only http and https links can be opened, not {clip(parts.scheme, 40) or 'a relative'} link."
+        if not parts.scheme:
+            return _("Only http and https links can be opened, not a relative link.")
+        return _("Only http and https links can be opened, not %(scheme)s link.") % {
+            "scheme": clip(parts.scheme, 40)
+        }
     if not parts.hostname:
-        return "The link has no host."
+        return _("The link has no host.")
     if parts.username is not None or parts.password is not None:
-        return "The link carries a user name or password, which can disguise its real host."
-    return "" if _host_forms(parts.hostname) else "The link's host is not a valid domain name."
+        return _("The link carries a user name or password, which can disguise its real host.")
+    return "" if _host_forms(parts.hostname) else _("The link's host is not a valid domain name.")
 
 
 def url_request_view(params: object) -> JsonObject:
@@ -204,13 +210,21 @@ def url_request_view(params: object) -> JsonObject:
 
 # Sampling (§6.3): a person writes the reply.
 
-STOP_REASONS = [("endTurn", "End of turn"), ("stopSequence", "Stop sequence"), ("maxTokens", "Max tokens")]
+STOP_REASONS = [
+    ("endTurn", gettext_lazy("End of turn")),
+    ("stopSequence", gettext_lazy("Stop sequence")),
+    ("maxTokens", gettext_lazy("Max tokens")),
+]
 
 
 class SamplingForm(forms.Form):
-    text = forms.CharField(label="Reply", widget=forms.Textarea, max_length=MAX_STRING)
-    model = forms.CharField(label="Model name", initial=OPERATOR_MODEL, max_length=200, required=False)
-    stop_reason = forms.ChoiceField(label="Stop reason", choices=STOP_REASONS, initial="endTurn")
+    text = forms.CharField(label=gettext_lazy("Reply"), widget=forms.Textarea, max_length=MAX_STRING)
+    model = forms.CharField(
+        label=gettext_lazy("Model name"), initial=OPERATOR_MODEL, max_length=200, required=False
+    )
+    stop_reason = forms.ChoiceField(
+        label=gettext_lazy("Stop reason"), choices=STOP_REASONS, initial="endTurn"
+    )
 
     def result(self) -> JsonObject:
         """The CreateMessageResult for the reply."""

@@ -8,6 +8,7 @@ registry with one collector; it runs a fixed number of queries whatever the numb
 """
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +25,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from tasksapp import redislayer
 from tasksapp.models import InputRequest, McpServer, PendingCall, RemoteTask, WorkerHeartbeat
+
+log = logging.getLogger(__name__)
 
 ANSWER_BUCKETS = (5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
 CHANNEL_CHECK_SECONDS = 2.0
@@ -42,6 +46,7 @@ class DashboardCollector(Collector):
         yield from self._inputs()
         yield from self._servers()
         yield from self._workers(live_heartbeats())
+        yield from self._live()
 
     def _tasks(self) -> Iterator[Any]:
         tasks = GaugeMetricFamily(
@@ -128,6 +133,29 @@ class DashboardCollector(Collector):
                 if value is not None:
                     lag.add_metric([beat.worker, quantile], value / 1000)
         yield from (polls, errors, pushes, streams, held, lag)
+
+    def _live(self) -> Iterator[Any]:
+        """Live updates lost on the way and pages re-synced (tasksapp/redislayer.py): every web
+        process and worker adds to the same figures in Redis."""
+        try:
+            figures = redislayer.counts()
+        except Exception:  # Redis away: /healthz says so; the rest of the scrape still answers
+            log.warning("metrics: the live-update counters could not be read from Redis", exc_info=True)
+            return
+        dropped = CounterMetricFamily(
+            "mcp_live_dropped",
+            "Live-update messages dropped: to a full channel (channel_full) or a socket's full buffer "
+            "(buffer_full); the pages re-sync",
+            labels=["where"],
+        )
+        for where in redislayer.DROPPED:
+            dropped.add_metric([where], figures.get(where, 0))
+        resyncs = CounterMetricFamily(
+            "mcp_live_resyncs", "Page sockets that noticed a dropped message and caught up", labels=["reason"]
+        )
+        for reason in redislayer.RESYNCS:
+            resyncs.add_metric([reason], figures.get(f"resync_{reason}", 0))
+        yield from (dropped, resyncs)
 
 
 def _bound(seconds: float) -> str:

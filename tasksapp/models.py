@@ -13,6 +13,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from tasksapp import crypto
 
@@ -21,9 +23,9 @@ TERMINAL = ("completed", "failed", "cancelled")
 
 class McpServer(models.Model):
     class Era(models.TextChoices):
-        UNKNOWN = "", "not yet discovered"
+        UNKNOWN = "", _("not yet discovered")
         MODERN = "modern", "2026-07-28"
-        LEGACY = "legacy", "legacy (2025-11-25 or older)"
+        LEGACY = "legacy", _("legacy (2025-11-25 or older)")
 
     name = models.SlugField(max_length=100, unique=True)
     url = models.URLField(max_length=2000)
@@ -71,7 +73,7 @@ class McpServer(models.Model):
 
     class Meta:
         ordering = ["name"]
-        verbose_name = "MCP server"
+        verbose_name = _("MCP server")
 
     def __str__(self) -> str:
         return self.name
@@ -107,6 +109,36 @@ class McpServer(models.Model):
         if self.last_success_at:
             return "healthy"
         return "unknown"
+
+
+# What the health and status badges say: identifiers in code and CSS, translated on the page
+# ({% translate server.health context "server health" %}); literal, so makemessages finds them.
+HEALTH_WORDS = (
+    pgettext_lazy("server health", "archived"),
+    pgettext_lazy("server health", "disabled"),
+    pgettext_lazy("server health", "backing off"),
+    pgettext_lazy("server health", "failing"),
+    pgettext_lazy("server health", "healthy"),
+    pgettext_lazy("server health", "unknown"),
+)
+VIA_WORDS = (  # RemoteTask.last_seen_via, shown as "(by poll)"
+    pgettext_lazy("seen via", "create"),
+    pgettext_lazy("seen via", "poll"),
+    pgettext_lazy("seen via", "push"),
+    pgettext_lazy("seen via", "operator"),
+    pgettext_lazy("seen via", "local"),
+)
+STATUS_WORDS = (
+    pgettext_lazy("task status", "working"),
+    pgettext_lazy("task status", "input_required"),
+    pgettext_lazy("task status", "completed"),
+    pgettext_lazy("task status", "failed"),
+    pgettext_lazy("task status", "cancelled"),
+    pgettext_lazy("task status", "expired"),
+    pgettext_lazy("task status", "completed with tool error"),
+    pgettext_lazy("task status", "cancel requested"),
+    pgettext_lazy("task status", "needs input"),
+)
 
 
 # Columns a server fills with as much as it likes (bounded only by the caps in services): pages
@@ -281,10 +313,10 @@ class RemoteTask(models.Model):
 
 class InputRequest(models.Model):
     class State(models.TextChoices):
-        OPEN = "open", "open"
-        SENDING = "sending", "answer being sent"
-        ANSWERED = "answered", "answered"
-        GONE = "gone", "no longer pending"
+        OPEN = "open", _("open")
+        SENDING = "sending", _("answer being sent")
+        ANSWERED = "answered", _("answered")
+        GONE = "gone", _("no longer pending")
 
     task = models.ForeignKey(RemoteTask, on_delete=models.CASCADE, related_name="input_requests")
     key_hash = models.CharField(max_length=64, editable=False)
@@ -322,12 +354,12 @@ class TaskEvent(models.Model):
     """Append-only history: one row per real change, never per poll."""
 
     class Source(models.TextChoices):
-        CREATE = "create"
-        POLL = "poll"
-        PUSH = "push"
-        OPERATOR = "operator"
-        LOCAL = "local", "dashboard"
-        TRIMMED = "trimmed", "dashboard (older events removed)"
+        CREATE = "create", _("Create")
+        POLL = "poll", _("Poll")
+        PUSH = "push", _("Push")
+        OPERATOR = "operator", _("Operator")
+        LOCAL = "local", _("dashboard")
+        TRIMMED = "trimmed", _("dashboard (older events removed)")
 
     task = models.ForeignKey(RemoteTask, on_delete=models.CASCADE, related_name="events")
     status = models.CharField(max_length=20)
@@ -351,10 +383,10 @@ class PendingCall(models.Model):
     """A tools/call the server answered with input_required before any task existed (MRTR)."""
 
     class State(models.TextChoices):
-        OPEN = "open", "waiting for input"
-        SENDING = "sending", "retrying"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+        OPEN = "open", _("waiting for input")
+        SENDING = "sending", _("retrying")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
 
     server = models.ForeignKey(McpServer, on_delete=models.PROTECT, related_name="pending_calls")
     tool_name = models.CharField(max_length=200)
@@ -391,22 +423,22 @@ class OperatorAction(models.Model):
     """The audit log: who did what, when, to which server, call or task."""
 
     class Action(models.TextChoices):
-        SERVER_ADD = "server_add", "added server"
-        SERVER_EDIT = "server_edit", "edited server"
-        SERVER_REFRESH = "server_refresh", "discovered server again"
-        START = "start", "started call"
-        ANSWER = "answer", "answered"
-        DECLINE = "decline", "declined"
-        ANSWER_CANCEL = "answer_cancel", "cancelled a question"
-        CANCEL = "cancel", "cancelled"
-        OAUTH_CONNECT = "oauth_connect", "started authorization"
-        OAUTH_GRANT = "oauth_grant", "authorized server"
-        OAUTH_LOST = "oauth_lost", "authorization lost"
-        OAUTH_SETTINGS = "oauth_settings", "changed OAuth client"
-        OAUTH_DISCONNECT = "oauth_disconnect", "removed authorization"
-        SERVER_ARCHIVE = "server_archive", "archived server"
-        SERVER_UNARCHIVE = "server_unarchive", "un-archived server"
-        EXPORT = "export", "exported"
+        SERVER_ADD = "server_add", _("added server")
+        SERVER_EDIT = "server_edit", _("edited server")
+        SERVER_REFRESH = "server_refresh", _("discovered server again")
+        START = "start", _("started call")
+        ANSWER = "answer", _("answered")
+        DECLINE = "decline", _("declined")
+        ANSWER_CANCEL = "answer_cancel", _("cancelled a question")
+        CANCEL = "cancel", _("cancelled")
+        OAUTH_CONNECT = "oauth_connect", _("started authorization")
+        OAUTH_GRANT = "oauth_grant", _("authorized server")
+        OAUTH_LOST = "oauth_lost", _("authorization lost")
+        OAUTH_SETTINGS = "oauth_settings", _("changed OAuth client")
+        OAUTH_DISCONNECT = "oauth_disconnect", _("removed authorization")
+        SERVER_ARCHIVE = "server_archive", _("archived server")
+        SERVER_UNARCHIVE = "server_unarchive", _("un-archived server")
+        EXPORT = "export", _("exported")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -468,14 +500,14 @@ class ServerAuthorization(models.Model):
     request are one encrypted JSON document (`secrets`); never shown in full, never logged."""
 
     class State(models.TextChoices):
-        NEEDED = "needed", "This server needs authorization"
-        CONNECTED = "connected", "Connected"
-        LOST = "lost", "Authorization needed"
-        STEP_UP = "step_up", "Needs wider access"
+        NEEDED = "needed", _("This server needs authorization")
+        CONNECTED = "connected", _("Connected")
+        LOST = "lost", _("Authorization needed")
+        STEP_UP = "step_up", _("Needs wider access")
 
     class GrantType(models.TextChoices):
-        AUTHORIZATION_CODE = "authorization_code", "a person connects (authorization code)"
-        CLIENT_CREDENTIALS = "client_credentials", "machine to machine (client credentials)"
+        AUTHORIZATION_CODE = "authorization_code", _("a person connects (authorization code)")
+        CLIENT_CREDENTIALS = "client_credentials", _("machine to machine (client credentials)")
 
     server = models.OneToOneField(McpServer, on_delete=models.CASCADE, related_name="authorization")
     state = models.CharField(max_length=12, choices=State.choices, default=State.NEEDED)
@@ -504,7 +536,7 @@ class ServerAuthorization(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        verbose_name = "server authorization"
+        verbose_name = _("server authorization")
 
     def __str__(self) -> str:
         return f"{self.server} ({self.state})"

@@ -11,6 +11,8 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 START = "tasksapp.start_remotetask"
@@ -40,28 +42,43 @@ def require[R: HttpResponseBase](permission: str) -> Callable[[Callable[..., R]]
 
 
 ALLOWS = {
-    VIEW: "see tasks",
-    START: "start tool calls",
-    ANSWER: "answer input requests",
-    CANCEL: "cancel tasks",
-    MANAGE_SERVERS: "add or edit servers",
+    VIEW: gettext_lazy("see tasks"),
+    START: gettext_lazy("start tool calls"),
+    ANSWER: gettext_lazy("answer input requests"),
+    CANCEL: gettext_lazy("cancel tasks"),
+    MANAGE_SERVERS: gettext_lazy("add or edit servers"),
 }
+# role_name() returns identifiers (group names); pages show them with {% translate role_name %}.
+ROLE_WORDS = (
+    gettext_noop("superuser"),
+    gettext_noop("admin"),
+    gettext_noop("operator"),
+    gettext_noop("viewer"),
+)
+NO_ROLE = gettext_noop("no role")
 
 
 def role_name(user: Any) -> str:
     if user.is_superuser:
         return "superuser"
     names = set(user.groups.values_list("name", flat=True))
-    return next((role for role in (ADMIN, OPERATOR, VIEWER) if role in names), "no role")
+    return next((role for role in (ADMIN, OPERATOR, VIEWER) if role in names), NO_ROLE)
 
 
 def refusal(user: Any, permission: str) -> str:
     """Why a logged-in user was refused, in words, and whom to ask."""
     role = role_name(user)
-    if role == "no role":
-        return "Your role does not allow this: you have no role yet. Please ask an administrator for a role."
-    what = ALLOWS.get(permission, "do this")
-    return f"Your role does not allow this: a {role} may not {what}. Ask an administrator if you need to."
+    if role == NO_ROLE:
+        return _(
+            "Your role does not allow this: you have no role yet. Please ask an administrator for a role."
+        )
+    what = ALLOWS.get(permission, _("do this"))
+    return _(
+        "Your role does not allow this: a %(role)s may not %(what)s. Ask an administrator if you need to."
+    ) % {
+        "role": _(role),
+        "what": what,
+    }
 
 
 def roles_of(user: Any) -> dict[str, bool]:

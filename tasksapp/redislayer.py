@@ -1,4 +1,5 @@
-"""The Redis channel layer with connections that survive quiet sockets and mass disconnects.
+"""The Redis channel layer with connections that survive quiet sockets and mass disconnects, and
+that never drops a message in silence.
 
 channels_redis builds a plain redis-py ConnectionPool, which raises "Too many connections" as
 soon as more commands run at once than the pool holds: 500 websockets closing together then
@@ -6,16 +7,156 @@ fail to leave their groups, and the dead channels stay there until the group exp
 BlockingConnectionPool makes the extra commands wait for a connection instead. The socket
 timeout is set explicitly (settings.CHANNEL_LAYERS): redis-py 8 defaults it to 5 s, the same
 as channels_redis's blocking read, so a quiet receive times out and the websocket dies.
+
+Losses (issue 13): channels_redis drops a message to a full channel (`capacity` messages waiting)
+and says so only at INFO ("N of M channels over capacity in group G"); it also drops the oldest
+message of a socket's local buffer when that is full, saying nothing. Both are logged here at
+WARNING and counted, as is every re-sync a page's socket makes after noticing a gap
+(tasksapp/consumers.py). The counts live in Redis when the layer is Redis, so every process adds
+to the same figures and any web process serves them in /metrics (tasksapp/metrics.py); with the
+in-memory layer (one process) they live in the process.
 """
 
+import asyncio
+import collections
+import functools
+import logging
+import time
+from collections import Counter
 from typing import Any
 
-from channels_redis.core import RedisChannelLayer
+from channels.layers import get_channel_layer
+from channels_redis.core import BoundedQueue, RedisChannelLayer
 from redis.asyncio import BlockingConnectionPool
+
+log = logging.getLogger(__name__)
+
+DROPPED = ("channel_full", "buffer_full")  # mcp_live_dropped_total{where}
+RESYNCS = ("gap",)  # mcp_live_resyncs_total{reason}: a socket noticed a gap and caught up
+OVER_CAPACITY = "%s of %s channels over capacity in group %s"  # channels_redis.core's INFO line
+
+LOG_EVERY_SECONDS = 60.0
+local_counts: Counter[str] = Counter()  # the in-memory layer's figures (one process)
+_unflushed: Counter[str] = Counter()  # counted here, not yet added in Redis
+_flushing: set["asyncio.Task[None]"] = set()
 
 
 class PooledRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A socket's local buffer that overflows drops its oldest message: count it.
+        self.receive_buffer: collections.defaultdict[str, _CountingQueue] = collections.defaultdict(
+            functools.partial(_CountingQueue, self.capacity)
+        )
+        _watch_over_capacity()
+
     def create_pool(self, index: int) -> Any:
         host = dict(self.hosts[index])
         address = host.pop("address")
         return BlockingConnectionPool.from_url(address, **host)
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        await super().group_send(group, message)
+        if _unflushed:
+            await flush(self)
+
+    def counter_key(self, name: str) -> str:
+        return f"{self.prefix}:mcp-live:{name}"
+
+
+class _CountingQueue(BoundedQueue):  # type: ignore[misc]
+    """A socket's local buffer. Every drop is counted; the WARNING comes once a minute a buffer
+    at most (a socket that stopped reading would otherwise log every message sent to it)."""
+
+    logged_at = float("-inf")
+    unlogged = 0
+
+    def put_nowait(self, item: Any) -> None:
+        if self.full():
+            count("buffer_full")
+            self.unlogged += 1
+            now = time.monotonic()
+            if now - self.logged_at >= LOG_EVERY_SECONDS:
+                log.warning(
+                    "live: a socket's buffer was full: %d message(s) dropped, the oldest first "
+                    "(the page re-syncs)",
+                    self.unlogged,
+                )
+                self.logged_at, self.unlogged = now, 0
+        super().put_nowait(item)
+
+
+class _OverCapacity(logging.Filter):
+    """channels_redis's over-capacity line, raised to WARNING and counted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == OVER_CAPACITY and isinstance(record.args, tuple) and len(record.args) == 3:
+            full, total, group = record.args
+            _unflushed["channel_full"] += int(str(full))
+            record.msg = "live: %s of %s channels in group %s were full: message dropped (the pages re-sync)"
+            record.args = (full, total, group)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            return True
+        # Its other lines keep the level the settings give them (the logger is opened to INFO below).
+        return record.levelno >= logging.getLogger().getEffectiveLevel()
+
+
+_filter = _OverCapacity()
+
+
+def _watch_over_capacity() -> None:
+    source = logging.getLogger("channels_redis.core")
+    if _filter not in source.filters:
+        source.addFilter(_filter)
+    if source.getEffectiveLevel() > logging.INFO:
+        source.setLevel(logging.INFO)  # else the INFO line is never made, and the drop goes uncounted
+
+
+def count(name: str, n: int = 1) -> None:
+    """Count a dropped message or a page's re-sync. Callable from sync code in the event loop: the
+    Redis increment is scheduled, not awaited (and added by the next group_send if no loop runs)."""
+    local_counts[name] += n
+    layer = get_channel_layer()
+    if not isinstance(layer, PooledRedisChannelLayer):
+        return
+    _unflushed[name] += n
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    task = loop.create_task(flush(layer))
+    _flushing.add(task)  # held until done, so the event loop cannot lose it
+    task.add_done_callback(_flushing.discard)
+
+
+async def flush(layer: "PooledRedisChannelLayer") -> None:
+    """Add what this process counted to the shared figures in Redis."""
+    pending = dict(_unflushed)
+    _unflushed.subtract(pending)
+    for name in [name for name, n in _unflushed.items() if n <= 0]:
+        del _unflushed[name]
+    try:
+        connection = layer.connection(0)
+        for name, n in pending.items():
+            if n:
+                await connection.incrby(layer.counter_key(name), n)
+    except Exception:  # the figures must never break a send; they are retried with the next one
+        _unflushed.update(pending)
+        log.exception("live: could not add the drop counters in Redis")
+
+
+def counts() -> dict[str, int]:
+    """The figures for /metrics: from Redis (every process's) or this process's (in-memory layer)."""
+    layer = get_channel_layer()
+    if not isinstance(layer, PooledRedisChannelLayer):
+        return dict(local_counts)
+    import redis
+
+    host = dict(layer.hosts[0])
+    client = redis.Redis.from_url(host["address"], socket_timeout=5, socket_connect_timeout=5)
+    try:
+        names = [*DROPPED, *(f"resync_{reason}" for reason in RESYNCS)]
+        values = client.mget([layer.counter_key(name) for name in names])
+    finally:
+        client.close()
+    return {name: int(value or 0) for name, value in zip(names, values, strict=True)}

@@ -17,6 +17,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 from django.utils.html import escape
+from django.utils.translation import gettext as _
 
 JsonObject = dict[str, Any]
 
@@ -104,7 +105,7 @@ _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 def validate_absolute_uri(value: str) -> None:
     """RFC 3986 absolute URI: a scheme, a colon, and only characters a URI may hold."""
     if not _URI.fullmatch(value) or _BAD_PERCENT.search(value):
-        raise ValidationError("Enter an absolute URI, such as https://example.com/page.", code="invalid")
+        raise ValidationError(_("Enter an absolute URI, such as https://example.com/page."), code="invalid")
 
 
 class IsoDateField(JsonValueField, forms.DateField):
@@ -145,7 +146,7 @@ class IsoDateTimeField(JsonValueField):
             return None
         parsed = _datetime(value)
         if parsed is None:
-            raise ValidationError("Enter a valid date and time.", code="invalid")
+            raise ValidationError(_("Enter a valid date and time."), code="invalid")
         return parsed
 
     def clean(self, value: Any) -> str | None:
@@ -229,9 +230,13 @@ class MultiChoiceField(JsonValueField, forms.MultipleChoiceField):
         if not value and not self.required:
             return
         if self.min_items is not None and len(value) < self.min_items:
-            raise ValidationError(f"Choose at least {self.min_items}.", code="min_items")
+            raise ValidationError(
+                _("Choose at least %(count)d.") % {"count": self.min_items}, code="min_items"
+            )
         if self.max_items is not None and len(value) > self.max_items:
-            raise ValidationError(f"Choose at most {self.max_items}.", code="max_items")
+            raise ValidationError(
+                _("Choose at most %(count)d.") % {"count": self.max_items}, code="max_items"
+            )
 
     def clean(self, value: Any) -> list[str] | None:
         chosen = set(super().clean(value))

@@ -13,6 +13,8 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tasksapp.elicitation import SchemaForm
 from tasksapp.schemacheck import SchemaUncheckable, issue_text, schema_issues
@@ -41,7 +43,7 @@ class ToolJsonForm(forms.Form):
 
     mode = "json"
     arguments_json = forms.CharField(
-        label="Arguments (JSON)",
+        label=gettext_lazy("Arguments (JSON)"),
         widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
         max_length=MAX_JSON,
         required=False,
@@ -116,9 +118,11 @@ def parse_arguments(text: str) -> JsonObject:
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except RecursionError as exc:
-        raise ValidationError("The JSON nests too deeply.", code="invalid") from exc
+        raise ValidationError(_("The JSON nests too deeply."), code="invalid") from exc
     except ValueError as exc:
-        raise ValidationError(f"This is not valid JSON: {clip(str(exc), 200)}", code="invalid") from exc
+        raise ValidationError(
+            _("This is not valid JSON: %(error)s") % {"error": clip(str(exc), 200)}, code="invalid"
+        ) from exc
     if not isinstance(value, dict):
         raise ValidationError('The arguments must be a JSON object, like {"name": "value"}.', code="invalid")
     return value

@@ -406,6 +406,11 @@ def seeded(count: int) -> tuple[McpServer, list[int]]:
     return server, list(RemoteTask.objects.filter(server=server).order_by("id").values_list("id", flat=True))
 
 
+def server_mark(frame: str) -> bool:
+    """A frame with a server's stale mark (rows carry a .stale-mark slot too: not those)."""
+    return 'hx-swap-oob="innerHTML:#task-rows .stale-mark' in frame
+
+
 def row(html: str, pk: int) -> str:
     start = html.index(f'<tr id="task-row-{pk}"')
     return html[start : html.index("</tr>", start)]
@@ -431,7 +436,7 @@ async def test_a_failing_server_marks_every_active_row_of_an_open_list_stale(
     await sync_to_async(services.server_record_failure)(
         server_id=server.pk, error="cannot reach it", failures=1, backoff_until=until
     )
-    frame = (await frames_until(communicator, lambda frame: "stale-mark" in frame))[-1]
+    frame = (await frames_until(communicator, server_mark))[-1]
     target = rf"innerHTML:#task-rows \.stale-mark\[data-server='{server.pk}'\]"
     flag = r'<span class="stale-flag"[^>]*>(<time [^>]*>)?stale since'  # the time is a zone-labelled <time>
     assert re.search(rf'<span hx-swap-oob="{target}">{flag}', frame)
@@ -439,6 +444,6 @@ async def test_a_failing_server_marks_every_active_row_of_an_open_list_stale(
     assert "stale since" in row(html, oldest)  # a reload says the same as the live mark
 
     await sync_to_async(services.server_record_success)(server_id=server.pk, now=timezone.now())
-    frame = (await frames_until(communicator, lambda frame: "stale-mark" in frame))[-1]
+    frame = (await frames_until(communicator, server_mark))[-1]
     assert re.search(rf'<span hx-swap-oob="{target}"></span>', frame)  # the marks go
     await communicator.disconnect()

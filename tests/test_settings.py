@@ -58,3 +58,12 @@ def test_an_input_key_starting_with_a_dash_is_a_value(tmp_path: Path) -> None:
     run = manage(*answer, **database)
     assert run.returncode == 1, run.stderr
     assert "no task #999999" in run.stderr
+
+
+def test_email_for_notifications_is_configured_from_the_environment() -> None:
+    show = "from django.conf import settings as s; print(s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_USE_TLS)"
+    run = manage("shell", "-c", show, EMAIL_HOST="smtp.example.com", EMAIL_PORT="587", EMAIL_USE_TLS="true")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1].split() == ["smtp.example.com", "587", "True"]
+    run = manage("check", EMAIL_PORT="twenty-five")
+    assert run.returncode == 2 and "EMAIL_PORT" in run.stderr, run.stderr[-500:]

@@ -56,7 +56,9 @@ def test_a_task_keeps_at_most_the_cap_with_a_summary_of_the_rest(
     assert timeline[0].source == "create" and timeline[-1].status == "completed"
     [summary] = [event for event in timeline if event.source == "trimmed"]
     assert timeline[1] == summary  # where the removed events were: after the creation
-    assert summary.merged >= 15 and "older events removed" in summary.note
+    # How many messages the worker saw depends on the machine's load (40 sent in 0.8 s, polled every
+    # 100 ms and pushed); that some were removed and summarised is what the cap promises.
+    assert summary.merged >= 1 and "older events removed" in summary.note
     assert "MCP_TIMELINE_MAX_EVENTS" in summary.note
     viewer = Client()
     user = User.objects.create_user("vera", password="pw-for-tests-only")

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 
 from tasksapp import events
-from tasksapp.live import shared
+from tasksapp.live import fanout, shared
 from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
 from tasksapp.permissions import roles_of
 from tasksapp.views.present import TIMELINE_PAGE, input_view, task_context
@@ -230,7 +230,9 @@ class ListPage(LivePage):
             return await self._stale_mark(pk, not_before)
         if kind != "task":
             return []
-        row = await shared.render(("row", pk, self.roles), not_before, lambda: self._render(pk))
+        # Rendered in batches: every row that sockets of this audience need in this turn, in one
+        # database step (tasksapp/live/fanout.py).
+        row = await fanout.render_in_batch(("row", self.roles), pk, not_before, self._render_rows)
         if row is None:
             return []
         created, replace, plain = row
@@ -263,16 +265,20 @@ class ListPage(LivePage):
         return render_to_string("tasksapp/task_list.html#stale-flag", {"server": found}).strip()
 
     def _render(self, pk: int) -> tuple[datetime, str, str] | None:
-        task = RemoteTask.objects.for_list().filter(pk=pk).first()
-        if task is None:
-            return None
-        context = {"task": task, **self.flags}
+        return self._render_rows([pk]).get(pk)
+
+    def _render_rows(self, pks: list[int]) -> dict[int, tuple[datetime, str, str]]:
+        """(created, row to replace, row to insert) of each task that exists, in one query."""
         template = "tasksapp/task_list.html#task-row"
-        return (
-            task.created_at,
-            render_to_string(template, {**context, "oob": True}),
-            render_to_string(template, {**context, "oob": False}),
-        )
+        rows: dict[int, tuple[datetime, str, str]] = {}
+        for task in RemoteTask.objects.for_list().filter(pk__in=pks):
+            context = {"task": task, **self.flags}
+            rows[task.pk] = (
+                task.created_at,
+                render_to_string(template, {**context, "oob": True}),
+                render_to_string(template, {**context, "oob": False}),
+            )
+        return rows
 
 
 class InboxPage(LivePage):

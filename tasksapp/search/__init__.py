@@ -9,6 +9,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, FloatField, Func, OrderBy, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from tasksapp.models import RemoteTask, RemoteTaskQuerySet
 from tasksapp.search.query import matching
@@ -16,12 +18,12 @@ from tasksapp.search.query import matching
 FILTER_KEYS = ("status", "server", "tool", "q", "user", "from", "to")
 # sort key: (label, what ascending means, what descending means)
 SORT_CHOICES = {
-    "created": ("started", "oldest first", "newest first"),
-    "changed": ("last change", "least recently changed first", "most recently changed first"),
-    "duration": ("duration", "shortest first", "longest first"),
-    "tool": ("tool", "A to Z", "Z to A"),
-    "server": ("server", "A to Z", "Z to A"),
-    "status": ("status", "A to Z", "Z to A"),
+    "created": (_("started"), _("oldest first"), _("newest first")),
+    "changed": (_("last change"), _("least recently changed first"), _("most recently changed first")),
+    "duration": (_("duration"), _("shortest first"), _("longest first")),
+    "tool": (_("tool"), _("A to Z"), _("Z to A")),
+    "server": (_("server"), _("A to Z"), _("Z to A")),
+    "status": (_("status"), _("A to Z"), _("Z to A")),
 }
 DEFAULT_SORT = "-created"
 
@@ -39,7 +41,11 @@ class Sort:
     def label(self) -> str:
         """Says what the order is and which way it runs: 'started, newest first ↓'."""
         name, ascending, descending = SORT_CHOICES[self.key]
-        return f"{name}, {descending if self.descending else ascending} {'↓' if self.descending else '↑'}"
+        return gettext("%(name)s, %(order)s %(arrow)s") % {
+            "name": name,
+            "order": descending if self.descending else ascending,
+            "arrow": "↓" if self.descending else "↑",
+        }
 
 
 def sort_options() -> list[tuple[str, str]]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from tasksapp import crypto
 from tasksapp.connections import CONNECTION_LOST, drop_connections, in_transaction
@@ -50,7 +51,7 @@ def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user:
     """tools/call, handling all three outcomes. A task is persisted before this returns."""
     refuse_archived(server)
     if not server.enabled:
-        raise NotAllowed(f"Server {server.name} is disabled.")
+        raise NotAllowed(_("Server %(name)s is disabled.") % {"name": server.name})
 
     async def send(client: McpClient) -> CallOutcome:
         return await client.call_tool(tool, arguments)
@@ -67,7 +68,9 @@ def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user:
                 "the server's settings page."
             )
         audit(user, "start", server=server, ok=False, detail={"tool": tool, "error": error})
-        raise RemoteFailed(f"{tool} could not be started: {error}", cause=exc) from exc
+        raise RemoteFailed(
+            _("%(tool)s could not be started: %(error)s") % {"tool": tool, "error": error}, cause=exc
+        ) from exc
     return _record(server, tool, arguments, outcome, user, pending=None)
 
 
@@ -76,7 +79,7 @@ def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user
     refuse_archived(pending.server)
     claimed = PendingCall.objects.filter(pk=pending.pk, state="open").update(state="sending")
     if not claimed:
-        raise NotAllowed("This call was already answered; nothing was sent.")
+        raise NotAllowed(_("This call was already answered; nothing was sent."))
     pending.refresh_from_db()
     request_state = pending.request_state
 
@@ -93,7 +96,9 @@ def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user
         audit(
             user, "answer", pending=pending, server=pending.server, ok=False, detail={"error": describe(exc)}
         )
-        raise RemoteFailed(f"The answer was not accepted: {describe(exc)}", cause=exc) from exc
+        raise RemoteFailed(
+            _("The answer was not accepted: %(error)s") % {"error": describe(exc)}, cause=exc
+        ) from exc
     return _record(pending.server, pending.tool_name, pending.arguments, outcome, user, pending=pending)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 import httpx
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from tasksapp.mcpclient import InputKinds, McpClient, McpError, ProtocolError, Timeouts
 from tasksapp.mcpclient.oauth import AuthorizationRequired
@@ -43,8 +44,11 @@ def refuse_archived(server: McpServer) -> None:
     """Archived servers are kept read-only (issue 12 #10): nothing may be sent to them."""
     if server.archived:
         raise NotAllowed(
-            f"Server {server.name} is archived: its tasks and history are read-only. "
-            "An admin can un-archive it on the Servers page."
+            _(
+                "Server %(name)s is archived: its tasks and history are read-only. "
+                "An admin can un-archive it on the Servers page."
+            )
+            % {"name": server.name}
         )
 
 

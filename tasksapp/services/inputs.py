@@ -5,6 +5,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from tasksapp import crypto, events
 from tasksapp.mcpclient import McpClient, McpError
@@ -33,7 +34,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
     refuse_archived(task.server)
     request = InputRequest.objects.filter(task=task, key_hash__in=crypto.fingerprints(key)).first()
     if request is None:
-        raise NotAllowed("This input request is unknown for this task.")
+        raise NotAllowed(_("This input request is unknown for this task."))
     claimed = InputRequest.objects.filter(pk=request.pk, state="open").update(
         state="sending", response=response, answered_by=user, answered_at=timezone.now(), last_error=""
     )
@@ -48,7 +49,9 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
         )
         audit(user, action, task=task, ok=False, detail={"method": request.method, "error": describe(exc)})
         events.publish_task_changed(task.pk, inbox=True)
-        raise RemoteFailed(f"The answer was not delivered: {describe(exc)}", cause=exc) from exc
+        raise RemoteFailed(
+            _("The answer was not delivered: %(error)s") % {"error": describe(exc)}, cause=exc
+        ) from exc
     with transaction.atomic():
         InputRequest.objects.filter(pk=request.pk).update(state="answered", sent_at=timezone.now())
         verb = _VERBS[action]
@@ -91,6 +94,9 @@ def _send_update(task: RemoteTask, key: str, response: dict[str, Any]) -> None:
 def _already(request: InputRequest) -> str:
     request.refresh_from_db()
     if request.state in ("answered", "sending"):
-        who = request.answered_by or "someone"
-        return f"{who} already answered this request; nothing was sent."
-    return "The server no longer waits for this answer; nothing was sent."
+        if request.answered_by:
+            return _("%(who)s already answered this request; nothing was sent.") % {
+                "who": request.answered_by
+            }
+        return _("Someone already answered this request; nothing was sent.")
+    return _("The server no longer waits for this answer; nothing was sent.")

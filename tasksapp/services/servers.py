@@ -14,6 +14,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tasksapp import crypto, events
 from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
@@ -30,11 +32,11 @@ from tasksapp.services.common import (
     with_client,
 )
 
-NEEDS_AUTHORIZATION = (
+NEEDS_AUTHORIZATION = gettext_lazy(
     "This server needs authorization (OAuth). Save it, then use Connect on its page to sign in at its "
     "authorization server."
 )
-UNREADABLE_HEADERS = (
+UNREADABLE_HEADERS = gettext_lazy(
     "The stored headers cannot be decrypted (was DASHBOARD_ENCRYPTION_KEY changed? see docs/security.md): "
     "enter them again, or '-' to remove them."
 )
@@ -67,9 +69,9 @@ def server_preview(*, url: str, headers: dict[str, str], server: McpServer | Non
     except ValueError as exc:
         raise NotAllowed(str(exc)) from exc
     except AuthorizationRequired as exc:
-        raise RemoteFailed(NEEDS_AUTHORIZATION, cause=exc) from exc
+        raise RemoteFailed(str(NEEDS_AUTHORIZATION), cause=exc) from exc
     except McpError as exc:
-        raise RemoteFailed(f"Discovery failed: {describe(exc)}", cause=exc) from exc
+        raise RemoteFailed(_("Discovery failed: %(error)s") % {"error": describe(exc)}, cause=exc) from exc
 
 
 def server_create(
@@ -79,7 +81,7 @@ def server_create(
     attempt = {"name": name, "url": url, "headers": _masked(headers)}
     try:
         if McpServer.objects.filter(name=name).exists():
-            raise NotAllowed(f"A server named {name!r} already exists.")
+            raise NotAllowed(_("A server named %(name)r already exists.") % {"name": name})
         preview = _preview_or_authorization(url=url, headers=headers)
     except ServiceError as exc:
         audit(user, "server_add", ok=False, detail={**attempt, "error": str(exc)})
@@ -158,9 +160,9 @@ def server_update(
     try:
         refuse_archived(server)
         if kept is None:
-            raise NotAllowed(UNREADABLE_HEADERS)
+            raise NotAllowed(str(UNREADABLE_HEADERS))
         if name != server.name and McpServer.objects.filter(name=name).exclude(pk=server.pk).exists():
-            raise NotAllowed(f"A server named {name!r} already exists.")
+            raise NotAllowed(_("A server named %(name)r already exists.") % {"name": name})
         found = None
         if url != server.url or "headers" in detail["changes"]:
             found = _preview_or_authorization(url=url, headers=kept)
@@ -193,7 +195,7 @@ def server_refresh(*, server: McpServer, user: Any = None) -> McpServer:
         try:
             headers = server.headers
         except crypto.SecretUnreadable:
-            raise NotAllowed(UNREADABLE_HEADERS) from None
+            raise NotAllowed(str(UNREADABLE_HEADERS)) from None
         server.era = ""
         preview = server_preview(url=server.url, headers=headers, server=server)
     except ServiceError as exc:
@@ -228,8 +230,9 @@ def _set_archived(server: McpServer, user: Any, *, archived: bool) -> McpServer:
         changed = McpServer.objects.filter(pk=server.pk, archived=not archived).update(archived=archived)
         server.refresh_from_db()
         if not changed:
-            state = "archived" if archived else "not archived"
-            raise NotAllowed(f"Server {server.name} is already {state}.")
+            if archived:
+                raise NotAllowed(_("Server %(name)s is already archived.") % {"name": server.name})
+            raise NotAllowed(_("Server %(name)s is already not archived.") % {"name": server.name})
         open_tasks = server.tasks.exclude(status__in=("completed", "failed", "cancelled")).count()
         summary = f"archived: {_shown(not archived)} → {_shown(archived)}"
         detail = {"summary": summary, "open_tasks": open_tasks}

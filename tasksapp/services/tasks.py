@@ -5,6 +5,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext, pgettext
 
 from tasksapp import crypto, events
 from tasksapp.mcpclient import (
@@ -148,7 +149,10 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
     task.refresh_from_db()
     refuse_archived(task.server)
     if task.is_terminal or task.expired:
-        raise NotAllowed(f"Task #{task.pk} has already finished ({task.display_status}); nothing to cancel.")
+        raise NotAllowed(
+            gettext("Task #%(pk)s has already finished (%(status)s); nothing to cancel.")
+            % {"pk": task.pk, "status": pgettext("task status", task.display_status)}
+        )
     remote_id, _ = task.remote_id, task.server.headers  # an unreadable secret stops here, before any record
     with transaction.atomic():
         first = RemoteTask.objects.filter(pk=task.pk, cancel_requested_at__isnull=True).update(
@@ -171,7 +175,9 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
                 RemoteTask.objects.filter(pk=task.pk).update(cancel_requested_at=None)
             audit(user, "cancel", task=task, ok=False, detail={"error": describe(exc)})
             events.publish_task_changed(task.pk)
-        raise RemoteFailed(f"Could not cancel: {describe(exc)}", cause=exc) from exc
+        raise RemoteFailed(
+            gettext("Could not cancel: %(error)s") % {"error": describe(exc)}, cause=exc
+        ) from exc
     with transaction.atomic():
         audit(user, "cancel", task=task)
         events.nudge_workers(task.pk)

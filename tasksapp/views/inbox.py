@@ -306,7 +306,7 @@ def pending_answer(request: HttpRequest, pk: int) -> HttpResponse:
     if started.task is not None:
         return redirect("tasks:detail", pk=started.task.pk)
     if started.pending is not None and started.pending.state == "open":
-        messages.info(request, "The server needs more input before it can start.")
+        messages.info(request, _("The server needs more input before it can start."))
         return redirect("tasks:pending", pk=started.pending.pk)
     return redirect("tasks:pending", pk=pk)  # a result: shown there, and a reload sends nothing again
 

@@ -7,6 +7,8 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from tasksapp import services
@@ -52,11 +54,13 @@ def callback(request: HttpRequest) -> HttpResponse:
         )
     except services.ServiceError as exc:
         return page(request, "tasksapp/oauth_failed.html", {"error": str(exc)}, nav="servers", status=400)
-    messages.success(request, f"{server.name} is authorized; its tasks are polled with the new token.")
+    messages.success(
+        request, _("%(name)s is authorized; its tasks are polled with the new token.") % {"name": server.name}
+    )
     try:
         services.server_refresh(server=server, user=request.user)
     except services.ServiceError as exc:
-        messages.warning(request, f"Authorized, but discovery failed: {exc}")
+        messages.warning(request, _("Authorized, but discovery failed: %(error)s") % {"error": exc})
     return redirect("tasks:server-tools", pk=server.pk)
 
 
@@ -65,24 +69,33 @@ def callback(request: HttpRequest) -> HttpResponse:
 def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
     server = get_object_or_404(McpServer, pk=pk)
     oauth.oauth_forget(server=server, user=request.user, reason="removed by a person")
-    messages.success(request, f"The authorization for {server.name} was removed.")
+    messages.success(request, _("The authorization for %(name)s was removed.") % {"name": server.name})
     return redirect("tasks:server-tools", pk=pk)
 
 
 class ClientSettingsForm(forms.Form):
-    grant_type = forms.ChoiceField(choices=ServerAuthorization.GrantType.choices)
+    grant_type = forms.ChoiceField(
+        choices=ServerAuthorization.GrantType.choices, label=gettext_lazy("Grant type")
+    )
     client_id = forms.CharField(
-        max_length=2000, required=False, help_text="Pre-registered client ID; empty: registered for you."
+        max_length=2000,
+        required=False,
+        label=gettext_lazy("Client ID"),
+        help_text=gettext_lazy("Pre-registered client ID; empty: registered for you."),
     )
     client_secret = forms.CharField(
         required=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
-        help_text="Empty keeps the stored one; '-' removes it. Stored encrypted, never shown.",
+        label=gettext_lazy("Client secret"),
+        help_text=gettext_lazy("Empty keeps the stored one; '-' removes it. Stored encrypted, never shown."),
     )
     private_key = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"}),
-        help_text="PEM private key for private_key_jwt (client credentials). Empty keeps it; '-' removes it.",
+        label=gettext_lazy("Private key"),
+        help_text=gettext_lazy(
+            "PEM private key for private_key_jwt (client credentials). Empty keeps it; '-' removes it."
+        ),
     )
 
     @staticmethod
@@ -111,7 +124,7 @@ def client_settings(request: HttpRequest, pk: int) -> HttpResponse:
         except services.ServiceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, "OAuth client settings saved.")
+            messages.success(request, _("OAuth client settings saved."))
             return redirect("tasks:server-tools", pk=pk)
     context = {"server": server, "form": form, "callback_url": callback_url(request)}
     return page(request, "tasksapp/oauth_settings.html", context, nav="servers")

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -71,8 +72,11 @@ def server_archive(request: HttpRequest, pk: int) -> HttpResponse:
     change = services.server_unarchive if server.archived else services.server_archive
     try:
         change(server=server, user=request.user)
-        state = "archived: kept read-only, never polled" if server.archived else "back: it is polled again"
-        messages.success(request, f"Server {server.name} {state}.")
+        if server.archived:
+            done = _("Server %(name)s archived: kept read-only, never polled.")
+        else:
+            done = _("Server %(name)s back: it is polled again.")
+        messages.success(request, done % {"name": server.name})
     except services.ServiceError as exc:
         messages.error(request, str(exc))
     return redirect("tasks:servers")

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.utils.translation import gettext as _
+
 from tasksapp import elicitation
 from tasksapp.models import InputRequest, RemoteTask
 from tasksapp.permissions import roles_of
@@ -150,4 +152,6 @@ def input_view(request: InputRequest, data: Any = None) -> InputView:
         )
     if request.method == "roots/list":
         return InputView(request, "roots")
-    return InputView(request, "unsupported", message=f"This server asked for {request.method!r}.")
+    return InputView(
+        request, "unsupported", message=_("This server asked for %(method)r.") % {"method": request.method}
+    )

@@ -6,6 +6,8 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from tasksapp import services
 from tasksapp.mcpclient.wire import parse_header_lines
@@ -13,42 +15,53 @@ from tasksapp.models import LARGE_SERVER_COLUMNS, McpServer
 from tasksapp.permissions import MANAGE_SERVERS, VIEW, require
 from tasksapp.views.common import page
 
-DROPPED_HEADERS = (
+DROPPED_HEADERS = gettext_lazy(
     "The URL moved to another origin (scheme, host or port), so the stored headers were removed rather "
     "than sent there. Enter them again if the new server needs them."
 )
 
 
 class ServerForm(forms.Form):
-    name = forms.SlugField(max_length=100, help_text="A short name: letters, digits, - and _.")
-    url = forms.URLField(max_length=2000, assume_scheme="https", label="MCP endpoint URL")
+    name = forms.SlugField(
+        max_length=100,
+        label=gettext_lazy("Name"),
+        help_text=gettext_lazy("A short name: letters, digits, - and _."),
+    )
+    url = forms.URLField(max_length=2000, assume_scheme="https", label=gettext_lazy("MCP endpoint URL"))
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
-        help_text="One 'Name: value' per line, e.g. 'Authorization: Bearer …'. Stored encrypted, masked.",
+        label=gettext_lazy("Headers"),
+        help_text=gettext_lazy(
+            "One 'Name: value' per line, e.g. 'Authorization: Bearer …'. Stored encrypted, masked."
+        ),
     )
     call_timeout_seconds = forms.IntegerField(
-        label="Call timeout (seconds)",
+        label=gettext_lazy("Call timeout (seconds)"),
         min_value=1,
         max_value=86400,
         initial=600,
         required=False,
-        help_text="How long Run waits for a tool's answer, silence included (some servers say nothing "
-        "until the tool is done). Empty: keep it (600 for a new server).",
+        help_text=gettext_lazy(
+            "How long Run waits for a tool's answer, silence included (some servers say nothing "
+            "until the tool is done). Empty: keep it (600 for a new server)."
+        ),
     )
     read_timeout_seconds = forms.IntegerField(
-        label="Read timeout (seconds)",
+        label=gettext_lazy("Read timeout (seconds)"),
         min_value=1,
         max_value=3600,
         initial=30,
         required=False,
-        help_text="The longest silence allowed while reading any other answer. Empty: keep it (30).",
+        help_text=gettext_lazy(
+            "The longest silence allowed while reading any other answer. Empty: keep it (30)."
+        ),
     )
 
     def clean_url(self) -> str:
         url: str = self.cleaned_data["url"]
         if not url.startswith(("http://", "https://")):
-            raise forms.ValidationError("Use an http:// or https:// URL.")
+            raise forms.ValidationError(_("Use an http:// or https:// URL."))
         return url
 
     def clean_headers(self) -> dict[str, str]:
@@ -59,11 +72,12 @@ class ServerForm(forms.Form):
 
 
 class ServerEditForm(ServerForm):
-    enabled = forms.BooleanField(required=False)
+    enabled = forms.BooleanField(required=False, label=gettext_lazy("Enabled"))
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
-        help_text=(
+        label=gettext_lazy("Headers"),
+        help_text=gettext_lazy(
             "Leave empty to keep the current headers (removed if the URL moves to another scheme, "
             "host or port); write '-' alone to remove them."
         ),
@@ -101,8 +115,15 @@ def server_add(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                     timeouts=_timeouts(data, McpServer()),
                 )
+                count = len(server.tools)
                 messages.success(
-                    request, f"Server {server.name} added ({server.era}, {len(server.tools)} tools)."
+                    request,
+                    ngettext(
+                        "Server %(name)s added (%(era)s, %(count)d tool).",
+                        "Server %(name)s added (%(era)s, %(count)d tools).",
+                        count,
+                    )
+                    % {"name": server.name, "era": server.era, "count": count},
                 )
                 if server.tools_note:
                     messages.warning(request, server.tools_note)
@@ -150,7 +171,7 @@ def server_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 user=request.user,
                 timeouts=_timeouts(data, server),
             )
-            messages.success(request, f"Server {server.name} saved.")
+            messages.success(request, _("Server %(name)s saved.") % {"name": server.name})
             if dropped:
                 messages.warning(request, DROPPED_HEADERS)
             return redirect("tasks:servers")
@@ -167,7 +188,16 @@ def server_refresh(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         try:
             services.server_refresh(server=server, user=request.user)
-            messages.success(request, f"Discovered {server.name} again: {len(server.tools)} tools.")
+            count = len(server.tools)
+            messages.success(
+                request,
+                ngettext(
+                    "Discovered %(name)s again: %(count)d tool.",
+                    "Discovered %(name)s again: %(count)d tools.",
+                    count,
+                )
+                % {"name": server.name, "count": count},
+            )
             if server.tools_note:
                 messages.warning(request, server.tools_note)
         except services.ServiceError as exc:

@@ -5,6 +5,8 @@ from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tasksapp import crypto, search, services
 from tasksapp.models import McpServer, RemoteTask
@@ -14,19 +16,22 @@ from tasksapp.views.present import task_context
 
 PAGE_SIZE = 50
 STATUS_FILTERS = [
-    ("active", "active"),
-    ("working", "working"),
-    ("needs_input", "needs input"),
-    ("completed", "completed"),
-    ("tool_error", "completed with tool error"),
-    ("failed", "failed"),
-    ("cancelled", "cancelled"),
-    ("cancel_requested", "cancel requested"),
-    ("expired", "expired"),
-    ("stale", "stale (server failing or off)"),
+    ("active", gettext_lazy("active")),
+    ("working", gettext_lazy("working")),
+    ("needs_input", gettext_lazy("needs input")),
+    ("completed", gettext_lazy("completed")),
+    ("tool_error", gettext_lazy("completed with tool error")),
+    ("failed", gettext_lazy("failed")),
+    ("cancelled", gettext_lazy("cancelled")),
+    ("cancel_requested", gettext_lazy("cancel requested")),
+    ("expired", gettext_lazy("expired")),
+    ("stale", gettext_lazy("stale (server failing or off)")),
 ]
 # The pager's words: "older" and "newer" only when the list is sorted by age.
-PAGER_WORDS = {"-created": ("newer", "older"), "created": ("older", "newer")}
+PAGER_WORDS = {
+    "-created": (gettext_lazy("newer"), gettext_lazy("older")),
+    "created": (gettext_lazy("older"), gettext_lazy("newer")),
+}
 
 
 @require(VIEW)
@@ -39,7 +44,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     for key in ("page", "sort"):  # the links add their own: one of each, never piled up
         query.pop(key, None)
-    earlier, later = PAGER_WORDS.get(sort, ("previous", "next"))
+    earlier, later = PAGER_WORDS.get(sort, (gettext_lazy("previous"), gettext_lazy("next")))
     context = {
         "page_obj": current,
         "filters": filters,
@@ -66,7 +71,7 @@ def task_find(request: HttpRequest) -> HttpResponse:
     if found:
         return redirect("tasks:detail", pk=found.pk)
     if text:
-        messages.error(request, "No task has that id.")
+        messages.error(request, _("No task has that id."))
     return redirect("tasks:list")
 
 
@@ -97,7 +102,9 @@ def task_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         services.task_cancel(task=task, user=request.user)
         messages.success(
-            request, f"Cancel requested for task #{task.pk}. It shows as cancelled once the server confirms."
+            request,
+            _("Cancel requested for task #%(pk)s. It shows as cancelled once the server confirms.")
+            % {"pk": task.pk},
         )
     except services.ServiceError as exc:
         messages.error(request, str(exc))

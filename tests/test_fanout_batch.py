@@ -1,0 +1,44 @@
+"""Batched fan-out renders (tasksapp/live/fanout.py): the rows that several task-list sockets of one
+audience need in the same flush are rendered once each, together, in one database step, and every
+socket still gets every row (issue 13 goal 1)."""
+
+import re
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import transaction
+
+from tasksapp import services
+from tasksapp.live import fanout
+from tests.test_live import make_task, signed_in, socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def change_together(tasks: list) -> None:  # type: ignore[type-arg]
+    with transaction.atomic():  # three messages published back to back, at commit
+        for task in tasks:
+            services.task_record_error(task=task, error="batched")
+
+
+async def test_rows_for_many_sockets_are_rendered_once_each_in_one_step() -> None:
+    _, client = await sync_to_async(signed_in)()
+    tasks = [await sync_to_async(make_task)() for _ in range(3)]
+    sockets = [socket(client, "page=tasks") for _ in range(5)]
+    for communicator in sockets:
+        assert (await communicator.connect())[0]
+    before = dict(fanout.counts)
+
+    await sync_to_async(change_together)(tasks)
+    for communicator in sockets:
+        seen: set[int] = set()
+        while len(seen) < 3:
+            frame = await communicator.receive_from(timeout=5)
+            seen |= {int(pk) for pk in re.findall(r'<tr id="task-row-(\d+)"', frame)}
+        assert seen == {task.pk for task in tasks}
+
+    assert fanout.counts["items"] - before["items"] == 3  # each row once, for all five sockets
+    # ... in one database step (two if the messages straddled a flush tick), not one per row
+    assert 1 <= fanout.counts["batches"] - before["batches"] <= 2
+    for communicator in sockets:
+        await communicator.disconnect()
