@@ -96,7 +96,7 @@ def check_menu_and_tables(page: Page, width: int, pk: int) -> None:
         page.goto("/tasks/")
         # Each cell says its column (a live update may replace the row meanwhile: ask the page as it is).
         page.wait_for_function(
-            """pk => { const td = document.querySelector(`#task-row-${pk} td:nth-child(2)`);
+            """pk => { const td = document.querySelector(`#task-row-${pk} td[data-label="Tool"]`);
                        return td && getComputedStyle(td, "::before").content === '"Tool: "'; }""",
             arg=pk,
         )
