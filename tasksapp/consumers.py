@@ -10,16 +10,17 @@ too) and after LIVE_SOCKET_MAX_SECONDS, when the page reconnects and catches up.
 import asyncio
 import logging
 import time
+import zoneinfo
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.html import escape
 
-from tasksapp import events, language, redislayer
+from tasksapp import events, language, prefs, redislayer
 from tasksapp.connections import database_sync_to_async
 from tasksapp.live import frames, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
@@ -50,7 +51,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         # starts, which copy its context), and part of the audience so renders are shared per language.
         code = await database_sync_to_async(language.for_scope)(self.scope)
         translation.activate(code)
-        roles = (*await database_sync_to_async(pages.audience)(user), (f"language:{code}", True))
+        # The same for the reader's time zone: live fragments say the times the page says.
+        zone = await database_sync_to_async(prefs.zone_for_scope)(self.scope)
+        timezone.activate(zoneinfo.ZoneInfo(zone))
+        audience = await database_sync_to_async(pages.audience)(user)
+        roles = (*audience, (f"language:{code}", True), (f"zone:{zone}", True))
         view = pages.page_for(page, params, roles, _since(params.get("since", "")))
         if view is None:
             await self.close(code=REFUSED)

@@ -91,6 +91,18 @@ def user_zone(user: Any) -> str:
     return valid_zone(chosen) or settings.TIME_ZONE
 
 
+def zone_for_scope(scope: dict[str, Any]) -> str:
+    """The zone a websocket's page was rendered in, by the page's rules (chosen, the browser's
+    cookie, the server's), so that live fragments say the same times as the page. Runs in a
+    database thread (the choice is a row)."""
+    user = scope.get("user")
+    preference = None
+    if getattr(user, "is_authenticated", False):
+        preference = UserPreference.objects.filter(user_id=user.pk).first()  # type: ignore[union-attr]
+    cookie = unquote(scope.get("cookies", {}).get(ZONE_COOKIE, ""))
+    return zone_for(preference, cookie)[0]
+
+
 class PreferenceMiddleware:
     """Renders every page in the reader's time zone (after AuthenticationMiddleware)."""
 

@@ -248,3 +248,20 @@ def test_the_users_setting_outranks_the_cookie_and_the_browser() -> None:
     prefs.preference_set(user=user, language="")
     del client.cookies[settings.LANGUAGE_COOKIE_NAME]
     assert client.get(audit, headers=ZH)["Content-Language"] == "zh-hans"
+
+
+async def test_live_fragments_say_the_times_in_each_readers_zone(task: RemoteTask) -> None:
+    """The zone follows the page's rules too (shell's preferences): chosen, the browser's, the server's."""
+    viewers = []
+    for name in ("shanghai", "utc"):
+        viewer = await sync_to_async(User.objects.create_user)(name, password="pw-for-tests-only")
+        await sync_to_async(viewer.groups.add)(await sync_to_async(Group.objects.get)(name="viewer"))
+        viewers.append(viewer)
+    await sync_to_async(prefs.preference_set)(user=viewers[0], time_zone="Asia/Shanghai")
+    shanghai = await _live_row(b"en", viewers[0])
+    utc = await _live_row(b"en", viewers[1])
+    await sync_to_async(services.task_cancel)(task=task, user=None)
+    assert re.search(r"<time [^>]*>[0-9:-]+[^<]* CST</time>", await shanghai.receive_from(timeout=5))
+    assert re.search(r"<time [^>]*>[0-9:-]+[^<]* UTC</time>", await utc.receive_from(timeout=5))
+    await shanghai.disconnect()
+    await utc.disconnect()
