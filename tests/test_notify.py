@@ -23,6 +23,7 @@ from tasksapp.notify import drainer
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.scan import scan
 from tasksapp.notify.send import drain_once
+from tasksapp.prefs import UserPreference
 from tests.test_inbox import FORM, asking
 from tests.test_perf_inbox import open_tasks
 
@@ -195,3 +196,21 @@ def test_the_settings_page_saves_choices_and_is_audited() -> None:
     assert NotificationPreference.objects.get(user=user).webhook_secret == "abc"
     assert "abc" not in client.get("/notifications/").content.decode()
     assert OperatorAction.objects.filter(action="notify_settings", user=user).count() == 2
+
+
+def test_each_message_is_written_in_its_recipients_language(hook: _Hook) -> None:
+    server = McpServer.objects.create(name="watched", url="http://127.0.0.1:9/a")
+    scan()
+    li = person("li", events=["failed"], webhook_url=hook.url)
+    UserPreference.objects.create(user=li, language="zh-hans")
+    person("ann", events=["failed"], webhook_url=hook.url)  # no language chosen: LANGUAGE_CODE (English)
+    failed = asking(server, "nightly", "elicitation/create", FORM)
+    failed.input_requests.all().delete()
+    failed.events.create(status="failed", source="poll")
+    scan()
+    assert drain_once() == 2
+    texts = sorted(json.loads(body)["text"].splitlines()[0] for _, body in hook.received)
+    assert texts == [
+        f"Task #{failed.pk} (nightly) on watched failed.",
+        f"watched 上的任务 #{failed.pk}（nightly）失败了。",  # noqa: RUF001 -- Chinese punctuation
+    ]
