@@ -336,6 +336,7 @@ def main() -> int:
             page.wait_for_selector("#task-inputs form.answer-form")
             shoot(page, out / "elicitation-form.png")
             page.goto(f"{demo.url}/inbox/")
+            page.locator("details.inbox-item summary").first.click()  # the compact list: open one
             page.wait_for_selector(".input-request")
             shoot(page, out / "inbox.png")
             context.close()

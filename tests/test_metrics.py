@@ -80,9 +80,10 @@ def test_metrics_report_tasks_inputs_answers_and_the_workers_figures(
     pk = started.task.pk
 
     # The worker is another process in production: all /metrics sees of it is its heartbeat row.
+    # One poll may be all the task needs (it can be done by the time the worker starts).
     run_worker_until(
         lambda: (
-            WorkerHeartbeat.objects.filter(polls__gte=2).exists()
+            WorkerHeartbeat.objects.filter(polls__gte=1).exists()
             and RemoteTask.objects.get(pk=pk).status == "completed"
         ),
         listen=False,

@@ -100,7 +100,7 @@ def test_answered_in_one_browser_the_question_leaves_the_others_inbox(
     admin.get_by_role("link", name="Inbox", exact=True).click()
     admin.locator(f"#inbox-task-{pk} summary").first.click()  # rows fold their forms away (issue 12 item 1)
     admin.locator(f"#inbox-task-{pk}").get_by_role("button", name="Decline").click()
-    expect(admin.locator(".messages")).to_contain_text(f"Answer sent to reference for task #{pk}.")
+    expect(admin.locator("#inbox-status")).to_contain_text(f"Answer sent to reference for task #{pk}.")
 
     expect(question).to_have_count(0)
     expect_not_navigated(other)

@@ -5,6 +5,7 @@ Twisted reactor runs on asyncio, so the worker is simply another task on that lo
 stops the worker (leases released), the reference server's streams, and Daphne, in that order.
 """
 
+import asyncio
 import errno
 import os
 import secrets
@@ -62,7 +63,7 @@ class Command(BaseCommand):
         running = twisted_loop.create_task(worker.run())
         from tasksapp.notify import drainer  # inbox (issue 12 item 7): notifications on their own thread
 
-        drainer.start()  # a daemon thread: it ends with the process
+        notifier = drainer.start()  # stopped before the reactor, like the worker: no write cut short
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
             f"\nMCP Tasks Dashboard: {url}\n  log in as {options['username']} / {password}\n"
@@ -76,7 +77,7 @@ class Command(BaseCommand):
             signal_handlers=True,
             verbosity=0,
         )
-        self._stop_before_reactor(worker, running, mcp)
+        self._stop_before_reactor(worker, running, mcp, notifier)
         server.run()
         if not server.listening_addresses:  # taken between the check above and now
             raise CommandError(f"Could not listen on {url}: {_BUSY_HINT.format(flag='--port')}")
@@ -115,12 +116,15 @@ class Command(BaseCommand):
         elif server.url != url:
             services.server_update(server=server, url=url, headers=None, enabled=True, user=None)
 
-    def _stop_before_reactor(self, worker: Any, running: Any, mcp: Any) -> None:
+    def _stop_before_reactor(self, worker: Any, running: Any, mcp: Any, notifier: Any) -> None:
         from twisted.internet import defer, reactor
 
         async def stop() -> None:
             worker.stop()
+            thread, stopping = notifier
+            stopping.set()
             await running
+            await asyncio.to_thread(thread.join, 15)  # a send in flight finishes (bounded by its timeout)
             mcp.stop()
 
         # Twisted types the reactor by its zope Interface, whose methods have no `self`: without the
