@@ -252,3 +252,6 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
         "pushes",
         "streams_open",
     ]
+
+# notifications (issue 12 item 7): their admin lives with them
+from tasksapp.notify import admin as _notify_admin  # noqa: E402, F401

@@ -2,6 +2,7 @@
 (a plain POST form) or the user's setting; the zh-Hans catalogue is complete and compiled."""
 
 import contextlib
+import json
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -15,10 +16,12 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, Group, User
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from tasksapp import language, prefs, services
 from tasksapp.consumers import LiveConsumer
 from tasksapp.models import McpServer, RemoteTask
+from tasksapp.templatetags.ui_strings import STRINGS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -265,3 +268,21 @@ async def test_live_fragments_say_the_times_in_each_readers_zone(task: RemoteTas
     assert re.search(r"<time [^>]*>[0-9:-]+[^<]* UTC</time>", await utc.receive_from(timeout=5))
     await shanghai.disconnect()
     await utc.disconnect()
+
+
+def test_the_scripts_words_come_translated_in_a_json_block_the_csp_does_not_run() -> None:
+    client = Client()
+    chinese = client.get(reverse("login"), headers={"accept-language": "zh-CN,zh;q=0.9"})
+    html = chinese.content.decode()
+    block = re.search(r'<script id="ui-strings" type="application/json">(.*?)</script>', html)
+    assert block, "base.html renders the ui-strings block"
+    words = json.loads(block.group(1))
+    assert set(words) == set(STRINGS)
+    with translation.override("en"):
+        english = {key: str(text) for key, text in STRINGS.items()}
+    untranslated = [english[key] for key in words if words[key] == english[key]]
+    assert not untranslated, f"not in the zh-Hans catalogue: {untranslated}"
+    assert words["live"] == "实时" and "%(server)s" in words["waiting"]
+    assert "'unsafe-inline'" not in chinese["Content-Security-Policy"]  # data, not code: allowed as it is
+    js = (Path(settings.BASE_DIR) / "static" / "tasksapp" / "app.js").read_text()
+    assert '"reconnecting…"' not in js and '"Copied"' not in js  # app.js asks for its words by key

@@ -226,3 +226,27 @@ def test_a_bulk_answer_refuses_questions_with_different_forms() -> None:
     looker = Client()
     looker.force_login(viewer)
     assert looker.post(reverse("tasks:inbox-bulk"), {"ids": [one.pk], "action": "decline"}).status_code == 403
+
+
+async def test_a_question_pushed_into_a_filtered_inbox_is_added_only_if_it_matches_the_filter() -> None:
+    server = await McpServer.objects.acreate(name="s", url="http://127.0.0.1:9/mcp")
+    client = await sync_to_async(operator_client)()
+    html = (await sync_to_async(client.get)("/inbox/?tool=wanted")).content.decode()
+    live_url = re.search(r'ws-connect="([^"]+)"', html)
+    assert live_url, "the inbox has a live socket"
+    user = await sync_to_async(lambda: User.objects.get(username="op"))()
+    communicator = WebsocketCommunicator(LiveConsumer.as_asgi(), live_url.group(1).replace("&amp;", "&"))
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect()
+    assert connected
+    other = await sync_to_async(asking)(server, "other", "elicitation/create", FORM)
+    await sync_to_async(events.publish_task_changed)(other.pk, inbox=True)
+    wanted = await sync_to_async(asking)(server, "wanted", "elicitation/create", FORM)
+    await sync_to_async(events.publish_task_changed)(wanted.pk, inbox=True)
+    frames = ""
+    while f'<div id="inbox-task-{wanted.pk}" hx-swap-oob="delete">' not in frames:  # inserted
+        frames += await communicator.receive_from(timeout=5)
+    await communicator.disconnect()
+    # The other task's question was never inserted (at most an update for a row this page does not have).
+    assert f'<div id="inbox-task-{other.pk}" hx-swap-oob="delete">' not in frames
+    assert frames.count("beforeend:#inbox-items") == 1

@@ -16,6 +16,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from django.contrib.auth.models import Group, User
 from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from tasksapp.models import McpServer, OperatorAction
@@ -23,6 +24,7 @@ from tasksapp.notify import drainer
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.scan import scan
 from tasksapp.notify.send import drain_once
+from tasksapp.prefs import UserPreference
 from tests.test_inbox import FORM, asking
 from tests.test_perf_inbox import open_tasks
 
@@ -195,3 +197,50 @@ def test_the_settings_page_saves_choices_and_is_audited() -> None:
     assert NotificationPreference.objects.get(user=user).webhook_secret == "abc"
     assert "abc" not in client.get("/notifications/").content.decode()
     assert OperatorAction.objects.filter(action="notify_settings", user=user).count() == 2
+
+
+def test_each_message_is_written_in_its_recipients_language(hook: _Hook) -> None:
+    server = McpServer.objects.create(name="watched", url="http://127.0.0.1:9/a")
+    scan()
+    li = person("li", events=["failed"], webhook_url=hook.url)
+    UserPreference.objects.create(user=li, language="zh-hans")
+    person("ann", events=["failed"], webhook_url=hook.url)  # no language chosen: LANGUAGE_CODE (English)
+    failed = asking(server, "nightly", "elicitation/create", FORM)
+    failed.input_requests.all().delete()
+    failed.events.create(status="failed", source="poll")
+    scan()
+    assert drain_once() == 2
+    texts = sorted(json.loads(body)["text"].splitlines()[0] for _, body in hook.received)
+    assert texts == [
+        f"Task #{failed.pk} (nightly) on watched failed.",
+        f"watched 上的任务 #{failed.pk}（nightly）失败了。",  # noqa: RUF001 -- Chinese punctuation
+    ]
+
+
+def test_the_admin_lists_choices_and_a_read_only_outbox_whose_retry_now_sends_again(hook: _Hook) -> None:
+    McpServer.objects.create(name="watched", url="http://127.0.0.1:9/a")
+    root = User.objects.create_superuser("root", "root@example.com", "pw-for-tests-only")
+    person("ada", events=["unhealthy"], webhook_url=hook.url)
+    McpServer.objects.filter(name="watched").update(consecutive_failures=5, last_error="refused")
+    scan()
+    hook.fail_next = 99
+    for _attempt in range(8):  # gives up after MAX_ATTEMPTS
+        NotificationOutbox.objects.update(next_attempt_at=timezone.now())
+        drain_once()
+    row = NotificationOutbox.objects.get()
+    assert row.state == "failed" and len(hook.received) == 8
+    admin = Client()
+    admin.force_login(root)
+    assert admin.get(reverse("admin:tasksapp_notificationpreference_changelist")).status_code == 200
+    assert admin.get(reverse("admin:tasksapp_notificationoutbox_changelist")).status_code == 200
+    assert admin.get(reverse("admin:tasksapp_notificationoutbox_add")).status_code == 403
+    change = admin.post(reverse("admin:tasksapp_notificationoutbox_change", args=[row.pk]), {"state": "sent"})
+    assert change.status_code == 403  # read-only
+    hook.fail_next = 0
+    admin.post(
+        reverse("admin:tasksapp_notificationoutbox_changelist"),
+        {"action": "retry_now", "_selected_action": [row.pk]},
+    )
+    assert drain_once() == 1 and len(hook.received) == 9
+    audited = OperatorAction.objects.filter(action="notify_retry", user=root, detail={"outbox": [row.pk]})
+    assert audited.exists()

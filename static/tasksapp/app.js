@@ -5,6 +5,18 @@
   "use strict";
   var SIGNED_OUT = 4401, LIFETIME = 4408, POLL_MS = 5000;
 
+  // The page's words in its language: base.html's JSON block (tasksapp/templatetags/ui_strings.py).
+  var strings = null;
+  function uiString(key, values) {
+    if (strings === null) {
+      var block = document.getElementById("ui-strings");
+      try { strings = block ? JSON.parse(block.textContent) : {}; } catch (e) { strings = {}; }
+    }
+    var text = strings[key] || key;
+    return text.replace(/%\((\w+)\)s/g, function (all, name) { return values && name in values ? values[name] : all; });
+  }
+  window.uiString = uiString;
+
   function setLive(state, text) {
     document.body.dataset.live = state;
     var el = document.getElementById("live-indicator");
@@ -14,7 +26,7 @@
   // The session ended (logout elsewhere, deactivation, password change): say so, stop trying.
   function signedOut() {
     if (document.body.dataset.live === "signed-out") { return; }
-    setLive("signed-out", "signed out");
+    setLive("signed-out", uiString("signed_out"));
     var notice = document.getElementById("signed-out");
     if (notice) { notice.hidden = false; }
     if (window.htmx) { htmx.config.wsReconnectDelay = function () { return 2147483647; }; }
@@ -68,19 +80,19 @@
       ids.forEach(reloadElement);
     }
   });
-  document.addEventListener("htmx:wsOpen", function () { setLive("up", "live"); });
+  document.addEventListener("htmx:wsOpen", function () { setLive("up", uiString("live")); });
   document.addEventListener("htmx:wsClose", function (event) {
     var code = event.detail.event ? event.detail.event.code : 0;
     if (code === SIGNED_OUT) { signedOut(); return; }
     if (document.body.dataset.live === "signed-out") { return; }
-    setLive("down", "reconnecting…");
+    setLive("down", uiString("reconnecting"));
     if (code === LIFETIME) {
       var socket = event.detail.socketWrapper;
       setTimeout(function () { socket.reconnect(); }, Math.random() * 1000);
     }
   });
   document.addEventListener("htmx:wsError", function () {
-    if (document.body.dataset.live !== "signed-out") { setLive("down", "reconnecting…"); }
+    if (document.body.dataset.live !== "signed-out") { setLive("down", uiString("reconnecting")); }
   });
 
   // While the socket is down, fetch the page every 5 s and swap in its live region.
@@ -114,9 +126,9 @@
     document.querySelectorAll("[data-deadline]").forEach(function (el) {
       var left = Math.round((Date.parse(el.dataset.deadline) - now) / 1000);
       if (isNaN(left)) { return; }
-      if (left <= 0) { el.textContent = "TTL passed"; return; }
+      if (left <= 0) { el.textContent = uiString("ttl_passed"); return; }
       var h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
-      el.textContent = (h ? h + "h " : "") + (h || m ? m + "m " : "") + s + "s left";
+      el.textContent = uiString("time_left", { time: (h ? h + "h " : "") + (h || m ? m + "m " : "") + s + "s" });
     });
     document.querySelectorAll("[data-since]").forEach(function (el) {
       var secs = Math.max(0, Math.round((now - Date.parse(el.dataset.since)) / 1000));
@@ -127,7 +139,7 @@
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", function () {
     tick();
-    if (document.body.dataset.live === "connecting") { setLive("connecting", "connecting…"); }
+    if (document.body.dataset.live === "connecting") { setLive("connecting", uiString("connecting")); }
   });
 
   // Run: say what is happening while the server works on the call (the page waits for its answer).
@@ -137,12 +149,11 @@
     form.dataset.running = "1";
     var button = document.getElementById("run-button"), status = document.getElementById("run-status");
     var started = Date.now(), limit = form.dataset.callTimeout, server = form.dataset.server;
-    if (button) { button.textContent = "Running…"; button.setAttribute("aria-disabled", "true"); }
+    if (button) { button.textContent = uiString("running"); button.setAttribute("aria-disabled", "true"); }
     function show() {
       var secs = Math.round((Date.now() - started) / 1000);
       if (status) {
-        status.textContent = "Waiting for " + server + " to answer: " + secs + " s so far, at most " + limit +
-          " s. The tool runs on the server; leaving this page does not stop it.";
+        status.textContent = uiString("waiting", { server: server, secs: secs, limit: limit });
       }
     }
     show();
@@ -152,7 +163,7 @@
       if (!shown.persisted) { return; }
       clearInterval(timer);
       delete form.dataset.running;
-      if (button) { button.textContent = "Run"; button.removeAttribute("aria-disabled"); }
+      if (button) { button.textContent = uiString("run"); button.removeAttribute("aria-disabled"); }
     }, { once: true });
   });
 
@@ -161,7 +172,7 @@
     if (!button) { return; }
     var source = document.getElementById(button.dataset.copyTarget);
     if (source && navigator.clipboard) {
-      navigator.clipboard.writeText(source.textContent).then(function () { button.textContent = "Copied"; });
+      navigator.clipboard.writeText(source.textContent).then(function () { button.textContent = uiString("copied"); });
     }
   });
 

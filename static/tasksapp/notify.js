@@ -5,12 +5,13 @@
 (function () {
   "use strict";
   var KEY = "mcpTasksNotify";
+  function say(key, values) { return window.uiString ? window.uiString(key, values) : key; }
   var box = document.getElementById("notify-browser");
   if (box) {
     // The settings page: remember the user's choice for the other pages, and ask for permission.
     try { localStorage.setItem(KEY, box.dataset.enabled === "1" ? "1" : "0"); } catch (e) { /* private mode */ }
     var state = document.getElementById("notify-state");
-    var show = function () { state.textContent = ("Notification" in window) ? Notification.permission : "unsupported"; };
+    var show = function () { state.textContent = ("Notification" in window) ? Notification.permission : say("unsupported"); };
     show();
     document.getElementById("notify-permission").addEventListener("click", function () {
       if ("Notification" in window) { Notification.requestPermission().then(show); }
@@ -28,7 +29,7 @@
   new MutationObserver(function () {
     var now = count();
     if (last !== null && now > last && Notification.permission === "granted") {
-      new Notification("MCP Tasks", { body: now + " question(s) wait for an answer", tag: "mcp-inbox" });
+      new Notification("MCP Tasks", { body: say("questions_waiting", { count: now }), tag: "mcp-inbox" });
     }
     last = now;
   }).observe(document.querySelector("header.top") || document.body, { subtree: true, childList: true, attributes: true });

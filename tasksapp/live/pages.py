@@ -18,6 +18,7 @@ from tasksapp import events
 from tasksapp.live import fanout, shared
 from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
 from tasksapp.permissions import roles_of
+from tasksapp.views import inbox as inbox_view
 from tasksapp.views.present import TIMELINE_PAGE, input_view, task_context
 
 Item = tuple[str, int]  # ("task", pk), ("server", pk), ("overview", 0)
@@ -282,20 +283,25 @@ class ListPage(LivePage):
 
 
 class InboxPage(LivePage):
-    """The inbox: a task's questions replaced in place, added at the end when new to this page."""
+    """The inbox: a task's questions replaced in place, added at the end when new to this page.
+    Only questions matching the page's filters (server, tool, kind: its socket URL carries them)."""
 
-    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime) -> None:
+    def __init__(
+        self, roles: tuple[tuple[str, bool], ...], page_since: datetime, filters: dict[str, str] | None = None
+    ) -> None:
         super().__init__(roles, page_since)
         self.shown: set[int] = set()
+        self.filters = filters or {}
+        self.filter_key = tuple(sorted(self.filters.items()))  # renders are shared per filter
 
     def groups(self) -> list[str]:
         return [events.INBOX]
 
     def catch_up(self, since: datetime) -> list[Item] | None:
         self.shown = set(
-            InputRequest.objects.filter(state="open", first_seen_at__lt=self.page_since).values_list(
-                "task_id", flat=True
-            )
+            inbox_view.filtered_open(self.filters)
+            .filter(first_seen_at__lt=self.page_since)
+            .values_list("task_id", flat=True)
         )
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
         return None if changed is None else [("task", pk) for pk in changed]
@@ -304,7 +310,8 @@ class InboxPage(LivePage):
         kind, pk = item
         if kind != "task":
             return []
-        found = await shared.render(("inbox", pk, self.roles), not_before, lambda: self._render(pk))
+        key = ("inbox", pk, self.roles, self.filter_key)
+        found = await shared.render(key, not_before, lambda: self._render(pk))
         if found is None:
             return []
         asking, replace, plain = found
@@ -323,7 +330,7 @@ class InboxPage(LivePage):
         task = RemoteTask.objects.select_related("server").filter(pk=pk).first()
         if task is None:
             return None
-        rows = InputRequest.objects.filter(task=task, state="open").select_related("task__server")
+        rows = inbox_view.filtered_open(self.filters).filter(task=task).select_related("task__server")
         live = not task.is_terminal and not task.expired
         item = {"task": task, "inputs": [input_view(row) for row in rows] if live else []}
         context = {"item": item, "request": _Request("/inbox/"), **self.flags}
@@ -392,7 +399,9 @@ def page_for(
         return TaskPage(roles, since, int(params["task"]), rows)
     if page == "tasks":
         return ListPage(roles, since, fresh=params.get("fresh") == "1")
-    simple: dict[str, type[LivePage]] = {"inbox": InboxPage, "overview": OverviewPage, "servers": ServersPage}
+    if page == "inbox":
+        return InboxPage(roles, since, inbox_view.inbox_filters(params))
+    simple: dict[str, type[LivePage]] = {"overview": OverviewPage, "servers": ServersPage}
     return simple[page](roles, since) if page in simple else None
 
 

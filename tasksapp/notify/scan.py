@@ -3,18 +3,26 @@
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
 
 from tasksapp.models import InputRequest, McpServer, TaskEvent
 from tasksapp.notify.config import base_url
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference, NotifyCursor
 from tasksapp.permissions import VIEW, can
+from tasksapp.prefs import UserPreference
 
 MARGIN = timedelta(seconds=5)  # rows committed a little late still fall in the next window
 LOOK_BACK = timedelta(minutes=10)  # the longest a stopped worker catches up on
 UNHEALTHY_FAILURES = 3  # consecutive failed polls before a server counts as unhealthy
-Event = tuple[str, str, int | None, str | None, str]  # (event, key, server id, tool, text)
+Message = tuple[Promise, dict[str, Any]]  # gettext_lazy text and its values: put in each reader's language
+Event = tuple[str, str, int | None, str | None, Message]  # (event, key, server id, tool, message)
+INPUT = _("Input needed: task #%(task)s (%(tool)s) on %(server)s asks a question.")
+FAILED = _("Task #%(task)s (%(tool)s) on %(server)s failed.")
+UNHEALTHY = _("Server %(server)s is unhealthy: %(failures)s failed polls in a row. %(error)s")
 
 
 def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[list[Event], set[int]]:
@@ -24,15 +32,14 @@ def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[li
     for pk, task_id, server_id, server, tool in asked.values_list(
         "pk", "task_id", "task__server_id", "task__server__name", "task__tool_name"
     )[:500]:
-        text = f"Input needed: task #{task_id} ({tool}) on {server} asks a question."
+        text = (INPUT, {"task": task_id, "tool": tool, "server": server})
         found.append(("input", f"input-{pk}", server_id, tool, text))
     failed = TaskEvent.objects.filter(observed_at__gt=since, observed_at__lte=until, status="failed")
     for task_id, server_id, server, tool in failed.values_list(
         "task_id", "task__server_id", "task__server__name", "task__tool_name"
     ).distinct()[:500]:
-        found.append(
-            ("failed", f"failed-{task_id}", server_id, tool, f"Task #{task_id} ({tool}) on {server} failed.")
-        )
+        text = (FAILED, {"task": task_id, "tool": tool, "server": server})
+        found.append(("failed", f"failed-{task_id}", server_id, tool, text))
     unhealthy = McpServer.objects.filter(consecutive_failures__gte=UNHEALTHY_FAILURES, archived=False)
     now_bad = set()
     for pk, name, failures, error in unhealthy.values_list(
@@ -40,7 +47,7 @@ def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[li
     ):
         now_bad.add(pk)
         if pk not in reported:
-            text = f"Server {name} is unhealthy: {failures} failed polls in a row. {str(error)[:300]}"
+            text = (UNHEALTHY, {"server": name, "failures": failures, "error": str(error)[:300]})
             found.append(("unhealthy", f"unhealthy-{pk}-{until:%Y%m%d%H%M%S}", pk, None, text))
     return found, now_bad
 
@@ -49,11 +56,15 @@ def enqueue(found: list[Event]) -> int:
     """Outbox rows for every user who wants each event (and may see tasks); rows already queued
     for the same user, channel and event are ignored. Returns the rows offered, not those new."""
     prefs = [pref for pref in NotificationPreference.objects.select_related("user") if can(pref.user, VIEW)]
+    chosen = UserPreference.objects.filter(user_id__in=[pref.user_id for pref in prefs])
+    languages = dict(chosen.values_list("user_id", "language"))  # empty: LANGUAGE_CODE
     rows = []
-    for event, key, server_id, tool, text in found:
+    for event, key, server_id, tool, (message, values) in found:
         for pref in prefs:
             if not pref.wants(event, server_id, tool):
                 continue
+            with translation.override(languages.get(pref.user_id) or settings.LANGUAGE_CODE):
+                text = str(message) % values
             link = base_url() + ("/inbox/" if event == "input" else "/")
             body = f"{text}\n{link}"
             channels = [name for name, on in (("email", pref.email), ("webhook", pref.webhook_url)) if on]

@@ -10,10 +10,13 @@ from datetime import timedelta
 
 import httpx
 from django.core import mail
+from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from tasksapp.notify import config
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
+from tasksapp.services.common import audit
 
 log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Dashboard-Signature"
@@ -91,3 +94,16 @@ def _failed(row: NotificationOutbox, error: str) -> None:
         last_error=error,
         next_attempt_at=timezone.now() + backoff(attempts),
     )
+
+
+def outbox_retry(*, rows: "QuerySet[NotificationOutbox]", user: object) -> int:
+    """Send these again at the next drain (the admin's "retry now"), with a fresh count of attempts
+    for those that gave up; rows already sent or being sent are left alone. Audited."""
+    with transaction.atomic():
+        waiting = rows.filter(state__in=["pending", "failed"])
+        keys = list(waiting.values_list("pk", flat=True))
+        retried = NotificationOutbox.objects.filter(pk__in=keys).update(
+            state="pending", attempts=0, next_attempt_at=timezone.now()
+        )
+        audit(user, "notify_retry", detail={"outbox": keys})
+    return retried

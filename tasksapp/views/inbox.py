@@ -166,7 +166,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "inbox_next": request.get_full_path(),
         "now": time.time(),
     }
-    return page(request, "tasksapp/inbox.html", context, nav="inbox", live={"page": "inbox"})
+    # The socket gets the filters too, so a question pushed live is added only if it matches them.
+    live = {"page": "inbox", **{key: value for key, value in filters.items() if value}}
+    return page(request, "tasksapp/inbox.html", context, nav="inbox", live=live)
 
 
 def _call_item(call: PendingCall) -> dict[str, Any]:

@@ -26,6 +26,7 @@ def test_a_chinese_phone_browser_gets_chinese_and_can_switch(
 
     page.goto("/servers/")
     expect(page.locator("h1")).to_have_text("服务器")
+    expect(page.locator("#live-indicator")).to_have_text("实时")  # app.js's words: ui-strings
     expect(page.locator("#live-region thead")).to_contain_text("健康状况")
     expect(page.locator("#live-region .badge").first).to_have_text(re.compile(r"^(正常|未知|故障|退避中)$"))
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
