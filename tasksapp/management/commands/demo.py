@@ -6,10 +6,13 @@ stops the worker (leases released), the reference server's streams, and Daphne, 
 """
 
 import asyncio
+import contextlib
 import errno
+import logging
 import os
 import secrets
 import socket
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +126,22 @@ class Command(BaseCommand):
             worker.stop()
             thread, stopping = notifier
             stopping.set()
-            await running
+            # Ctrl-C must always stop the demo: the worker gets a bounded time to finish (release its
+            # leases, close its streams); past that it is cancelled, and where it was stuck is logged.
+            try:
+                await asyncio.wait_for(asyncio.shield(running), STOP_SECONDS)
+            except TimeoutError:
+                stack = (
+                    "".join(traceback.format_stack(running.get_stack()[-1])) if running.get_stack() else ""
+                )
+                log.warning(
+                    "demo: the worker did not stop within %s s; cancelling it. It was at:\n%s",
+                    STOP_SECONDS,
+                    stack,
+                )
+                running.cancel()
+                with contextlib.suppress(BaseException):
+                    await running
             await asyncio.to_thread(thread.join, 15)  # a send in flight finishes (bounded by its timeout)
             mcp.stop()
 
@@ -135,6 +153,9 @@ class Command(BaseCommand):
             lambda: defer.Deferred.fromFuture(running.get_loop().create_task(stop())),
         )
 
+
+STOP_SECONDS = 10.0
+log = logging.getLogger(__name__)
 
 _BUSY_HINT = (
     "the port is in use (another `manage.py demo` still running?). Stop it, or choose a free port "
