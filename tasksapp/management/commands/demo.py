@@ -64,9 +64,9 @@ class Command(BaseCommand):
 
         worker = Worker(name="demo-worker")
         running = twisted_loop.create_task(worker.run())
-        from tasksapp.notify import drainer  # inbox (issue 12 item 7): notifications on their own thread
-
-        notifier = drainer.start()  # stopped before the reactor, like the worker: no write cut short
+        # Notifications are sent by `manage.py worker` only (docs/notifications.md): with the sending
+        # thread in this process, Ctrl-C was lost under load in CI (the reactor never began to stop).
+        notifier = None
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
             f"\nMCP Tasks Dashboard: {url}\n  log in as {options['username']} / {password}\n"
@@ -124,8 +124,8 @@ class Command(BaseCommand):
 
         async def stop() -> None:
             worker.stop()
-            thread, stopping = notifier
-            stopping.set()
+            if notifier is not None:
+                notifier[1].set()
             # Ctrl-C must always stop the demo: the worker gets a bounded time to finish (release its
             # leases, close its streams); past that it is cancelled, and where it was stuck is logged.
             try:
@@ -142,7 +142,8 @@ class Command(BaseCommand):
                 running.cancel()
                 with contextlib.suppress(BaseException):
                     await running
-            await asyncio.to_thread(thread.join, 15)  # a send in flight finishes (bounded by its timeout)
+            if notifier is not None:
+                await asyncio.to_thread(notifier[0].join, 15)  # a send in flight finishes
             mcp.stop()
 
         # Twisted types the reactor by its zope Interface, whose methods have no `self`: without the
