@@ -253,5 +253,6 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
         "streams_open",
     ]
 
+
 # notifications (issue 12 item 7): their admin lives with them
 from tasksapp.notify import admin as _notify_admin  # noqa: E402, F401

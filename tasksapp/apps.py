@@ -28,4 +28,3 @@ def _search_triggers(using: str, **kwargs: Any) -> None:
     connection = connections[using]
     if "tasksapp_remotetask" in connection.introspection.table_names():
         index.install(connection, backfill=False)
-

@@ -117,4 +117,3 @@ def _roles(request: pytest.FixtureRequest) -> None:
         from tasksapp.permissions import ensure_roles
 
         ensure_roles()
-

@@ -8,6 +8,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -328,7 +329,7 @@ def message(task: RemoteTask, text: str) -> None:
         "status": "working",
         "statusMessage": text,
         "createdAt": "2026-11-29T23:00:00+00:00",
-        "lastUpdatedAt": "2026-11-29T23:59:59+00:00",
+        "lastUpdatedAt": datetime.now(UTC).isoformat(),  # after the stamp the mirror holds
     }
     assert services.task_apply_snapshot(task=task, snapshot=parse_detailed_task(raw), source="poll")
 

@@ -98,8 +98,10 @@ class Fleet:
         with open(self.logs / f"worker-{name}.log", "wb") as log:
             process = subprocess.Popen(
                 [sys.executable, "manage.py", "worker", "--name", name, *extra],
-                cwd=ROOT, env={**env, "MCP_LEASE_SECONDS": str(LEASE_SECONDS)},
-                stdout=log, stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env={**env, "MCP_LEASE_SECONDS": str(LEASE_SECONDS)},
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         self.processes[name] = process
         return process
@@ -146,7 +148,11 @@ def env_for(database_url: str, **extra: str) -> dict[str, str]:
 
 def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
     done = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
     assert done.returncode == 0, f"manage.py {args[0]} exited {done.returncode}:\n{done.stdout}{done.stderr}"
@@ -314,8 +320,10 @@ def test_a_worker_started_later_takes_a_share_of_the_running_tasks(
 
     fleet.start("B", env, "--no-listen")  # scaling out while the work is already running
     wait_until(
-        lambda: sum(leases(database).get(name, 0) for name in ("A", "B")) == 40
-        and min(leases(database).get(name, 0) for name in ("A", "B")) >= 15,
+        lambda: (
+            sum(leases(database).get(name, 0) for name in ("A", "B")) == 40
+            and min(leases(database).get(name, 0) for name in ("A", "B")) >= 15
+        ),
         LEASE_SECONDS * 3,
         explain(database, fleet),
     )

@@ -1,6 +1,7 @@
 """The services are the only writers: checked against a real database and the reference server."""
 
 import threading
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -21,12 +22,17 @@ def snapshot(task: RemoteTask, **fields: object) -> DetailedTask:
         "taskId": task.remote_id,
         "status": "working",
         "createdAt": task.created_at_raw,
-        "lastUpdatedAt": "2026-11-29T23:59:59+00:00",
+        "lastUpdatedAt": stamp(),  # after the stamp call_start stored
         "ttlMs": task.ttl_ms,
         "pollIntervalMs": task.poll_interval_ms,
         **fields,
     }
     return parse_detailed_task(raw)
+
+
+def stamp(seconds: float = 0) -> str:
+    """A lastUpdatedAt that many seconds from now (the server's stamps only move forward)."""
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
 
 
 def test_server_create_discovers_then_saves_with_credentials_encrypted(
@@ -91,11 +97,30 @@ def test_apply_snapshot_is_idempotent_and_writes_only_real_changes(demo_register
     moved = snapshot(task, statusMessage="step 2")
     assert services.task_apply_snapshot(task=task, snapshot=moved, source="poll") is True
     assert services.task_apply_snapshot(task=task, snapshot=moved, source="poll") is False
-    later = snapshot(task, statusMessage="step 2", lastUpdatedAt="2026-11-30T00:00:01+00:00")
+    later = snapshot(task, statusMessage="step 2", lastUpdatedAt=stamp(seconds=1))
     assert services.task_apply_snapshot(task=task, snapshot=later, source="push") is False
     assert [e.status_message for e in task.events.all()][-1] == "step 2"
     assert task.events.count() == 2
     services.task_cancel(task=task, user=None)
+
+
+def test_a_poll_overtaken_by_a_newer_answer_changes_nothing(demo_registered: McpServer) -> None:
+    """A tasks/get sent before an answer returns after the push that said the answer was taken."""
+    task = services.call_start(
+        server=demo_registered, tool="run_forever", arguments={"delay": 60}, user=None
+    ).task
+    assert task is not None
+    ask = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {}}}
+    asked = snapshot(task, status="input_required", inputRequests={"k1": ask}, lastUpdatedAt=stamp(1))
+    answered = snapshot(task, status="working", statusMessage="got it", lastUpdatedAt=stamp(3))
+    assert services.task_apply_snapshot(task=task, snapshot=asked, source="poll")
+    assert services.task_apply_snapshot(task=task, snapshot=answered, source="push")
+    assert not services.task_apply_snapshot(task=task, snapshot=asked, source="poll")  # the late poll
+    task.refresh_from_db()
+    assert (task.status, task.status_message) == ("working", "got it")
+    assert [e.status for e in task.events.all()] == ["working", "input_required", "working"]
+    done = snapshot(task, status="completed", result={"content": []}, lastUpdatedAt=stamp(2))
+    assert services.task_apply_snapshot(task=task, snapshot=done, source="poll")  # final is never stale
 
 
 def test_a_terminal_state_is_never_left(demo_registered: McpServer) -> None:

@@ -84,7 +84,7 @@ def test_a_failing_servers_active_tasks_are_marked_stale_everywhere_until_it_rec
         assert f"stale since {since}" in shown["detail"] and 'id="stale-warning"' in shown["detail"]
         assert "flaky has been failing since" in shown["detail"] and "cannot reach" in shown["detail"]
         assert f"stale since {since}" in shown["overview"]
-        assert '<b>1</b>stale' in shown["overview"]
+        assert "<b>1</b>stale" in shown["overview"]
         only_stale = client.get(reverse("tasks:list"), {"status": "stale"}).content.decode()
         assert f"task-row-{task.pk}" in only_stale
         assert row.last_confirmed_at is not None

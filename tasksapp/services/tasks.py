@@ -95,7 +95,7 @@ def task_apply_snapshot(*, task: RemoteTask, snapshot: DetailedTask, source: str
     """
     with transaction.atomic():
         task = RemoteTask.objects.select_for_update().get(pk=task.pk)
-        if task.is_terminal or task.expired or not _differs(task, snapshot):
+        if task.is_terminal or task.expired or _older(task, snapshot) or not _differs(task, snapshot):
             return False
         status_changed = (task.status, task.status_message) != (
             snapshot.status,
@@ -218,6 +218,19 @@ def stored_fingerprint(task: RemoteTask) -> Fingerprint | None:
     if task.status == "input_required":
         return None
     return (task.status, task.status_message, task.ttl_ms, task.poll_interval_ms, ())
+
+
+def _older(task: RemoteTask, snapshot: DetailedTask) -> bool:
+    """A snapshot the server stamped before the one the mirror holds: a poll overtaken by a push.
+
+    A tasks/get sent just before an answer can come back after the push that reported the answer
+    taken; applying it would put the task back to "input required" for one poll interval. A
+    terminal snapshot is never stale (nothing follows it), and an unparseable stamp is no evidence.
+    """
+    if snapshot.is_terminal or task.remote_updated_at is None:
+        return False
+    stamped = _parse_time(snapshot.last_updated_at)
+    return stamped is not None and stamped < task.remote_updated_at
 
 
 def _differs(task: RemoteTask, snapshot: DetailedTask) -> bool:
