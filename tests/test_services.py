@@ -11,6 +11,7 @@ from tasksapp import crypto, events, services
 from tasksapp.demoserver.tools import TOOLS
 from tasksapp.mcpclient import CompletedTask, DetailedTask, parse_detailed_task
 from tasksapp.models import InputRequest, McpServer, OperatorAction, RemoteTask, TaskEvent
+from tasksapp.services.tasks import task_note
 from tests.engine_helpers import run_worker_until
 from tests.peers.launch import RunningPeer
 
@@ -121,6 +122,23 @@ def test_a_poll_overtaken_by_a_newer_answer_changes_nothing(demo_registered: Mcp
     assert [e.status for e in task.events.all()] == ["working", "input_required", "working"]
     done = snapshot(task, status="completed", result={"content": []}, lastUpdatedAt=stamp(2))
     assert services.task_apply_snapshot(task=task, snapshot=done, source="poll")  # final is never stale
+
+
+def test_a_note_says_the_status_the_mirror_holds_not_the_callers_copy(demo_registered: McpServer) -> None:
+    """An answer's note written after the push that reported the answer taken says "working"."""
+    task = services.call_start(
+        server=demo_registered, tool="run_forever", arguments={"delay": 60}, user=None
+    ).task
+    assert task is not None
+    ask = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {}}}
+    services.task_apply_snapshot(
+        task=task, snapshot=snapshot(task, status="input_required", inputRequests={"k": ask}), source="poll"
+    )
+    stale_copy = RemoteTask.objects.get(pk=task.pk)  # what the answer view loaded
+    services.task_apply_snapshot(task=task, snapshot=snapshot(task, lastUpdatedAt=stamp(1)), source="push")
+    note = task_note(task=stale_copy, source="operator", note="demo answered elicitation/create")
+    assert (stale_copy.status, note.status) == ("input_required", "working")
+    services.task_cancel(task=task, user=None)
 
 
 def test_a_terminal_state_is_never_left(demo_registered: McpServer) -> None:

@@ -186,10 +186,22 @@ def task_cancel(*, task: RemoteTask, user: Any) -> RemoteTask:
 
 
 def task_note(*, task: RemoteTask, source: str, note: str) -> TaskEvent:
-    """A timeline entry for something the dashboard or an operator did; the status stays the server's."""
-    return TaskEvent.objects.create(
-        task=task, status=task.status, status_message=task.status_message, source=source, note=note[:500]
-    )
+    """A timeline entry for something the dashboard or an operator did; the status stays the server's.
+
+    The status is the mirror's as it is now, read under the task's lock, never the caller's copy: a
+    push that landed while an answer was being sent must not be followed by an entry that says
+    "input required" again (the lifecycle bar would show a second wait that never happened).
+    """
+    with transaction.atomic():
+        status, message = (
+            RemoteTask.objects.select_for_update()
+            .filter(pk=task.pk)
+            .values_list("status", "status_message")
+            .get()
+        )
+        return TaskEvent.objects.create(
+            task=task, status=status, status_message=message, source=source, note=note[:500]
+        )
 
 
 # --- helpers ------------------------------------------------------------------------------
