@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,6 +144,27 @@ def _wait_for_urls(lines: "queue.Queue[str | None]", output: list[str]) -> tuple
     return base, mcp_url
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed browser test shows what the dashboard logged meanwhile (a 500, a traceback)."""
+    report: pytest.TestReport = yield
+    funcargs = getattr(item, "funcargs", {})
+    demo, browser_log = funcargs.get("demo"), funcargs.get("browser_log")
+    if report.failed and isinstance(demo, Demo):
+        report.sections.append(("manage.py demo: its last 80 lines", "".join(demo.output[-80:])))
+    if report.failed and browser_log:
+        report.sections.append(("the browser's console and page errors", "\n".join(browser_log[-80:])))
+    return report
+
+
+@pytest.fixture
+def browser_log() -> list[str]:
+    """What the pages of this test logged to the console, and their uncaught errors."""
+    return []
+
+
 @pytest.fixture(scope="package")
 def chromium() -> Iterator[Browser]:
     with sync_playwright() as playwright:
@@ -153,12 +174,17 @@ def chromium() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def new_context(chromium: Browser, demo: Demo) -> Iterator[Callable[..., BrowserContext]]:
+def new_context(
+    chromium: Browser, demo: Demo, browser_log: list[str]
+) -> Iterator[Callable[..., BrowserContext]]:
     """Contexts are separate browsers as far as cookies go: one per user."""
     contexts: list[BrowserContext] = []
 
     def make(**options: object) -> BrowserContext:
         context = chromium.new_context(base_url=demo.base, **options)  # type: ignore[arg-type]
+        number = len(contexts) + 1
+        context.on("console", lambda msg: browser_log.append(f"[{number}] {msg.type}: {msg.text}"))
+        context.on("weberror", lambda error: browser_log.append(f"[{number}] page error: {error.error}"))
         contexts.append(context)
         return context
 
