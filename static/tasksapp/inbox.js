@@ -39,14 +39,19 @@
     var field = details.querySelector("form input:not([type=hidden]), form select, form textarea, form button");
     if (field && document.activeElement === details.querySelector("summary")) { field.focus({ preventScroll: true }); }
   }, true);
-  // After an in-place answer, keep the keyboard where it was: on the next question.
+  // After an in-place answer, keep the keyboard where it was: on the next question. The answer's
+  // outcome lands in #inbox-status, which names the task; its rows may already be gone (the live
+  // socket can remove them before the answer's response arrives).
   document.body.addEventListener("htmx:afterSwap", function (event) {
-    var target = event.detail && event.detail.target;
-    if (!target || !target.classList || !target.classList.contains("inbox-task")) { return; }
-    var summary = target.querySelector("details.inbox-item > summary");
+    var swapped = event.detail && event.detail.target;
+    if (!swapped || swapped.id !== "inbox-status") { return; }
+    var status = document.getElementById("inbox-status");  // the new one (outerHTML)
+    if (!status) { return; }
+    var task = document.getElementById("inbox-task-" + (status.getAttribute("data-task") || ""));
+    var summary = task ? task.querySelector("details.inbox-item > summary") : null;
     if (!summary) {
       var all = rows();
-      var after = all.filter(function (s) { return target.compareDocumentPosition(s) & Node.DOCUMENT_POSITION_FOLLOWING; });
+      var after = task ? all.filter(function (s) { return task.compareDocumentPosition(s) & Node.DOCUMENT_POSITION_FOLLOWING; }) : [];
       summary = after[0] || all[all.length - 1];
     }
     if (summary) { summary.focus({ preventScroll: true }); }

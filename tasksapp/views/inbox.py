@@ -228,7 +228,8 @@ def _anchor_after(task_id: int, ranked: list[int]) -> str:
 def _task_rows(
     request: HttpRequest, task_id: int, back: str, *, notice: str, ok: bool = False, failed: Any = None
 ) -> HttpResponse:
-    """htmx: only this task's rows, re-read, with a one-line outcome (and a form's errors)."""
+    """htmx: a one-line outcome for #inbox-status (the forms' target: the live socket never replaces
+    it), and this task's rows, re-read, out of band (with a form's errors)."""
     found = inbox_items([task_id])
     item: dict[str, Any] = found[0] if found else {"task": {"pk": task_id}, "inputs": []}
     if failed is not None:
@@ -241,8 +242,9 @@ def _task_rows(
         "fresh_prefix": failed.prefix if failed is not None else "",
         "can_answer": True,
         "open_first": failed is not None,
+        "answered_task": task_id,
     }
-    return render(request, "tasksapp/inbox.html#inbox-task", context)
+    return render(request, "tasksapp/inbox.html#inbox-answered", context)
 
 
 def build_response(row: InputRequest, post: Any) -> tuple[dict[str, Any] | None, InputView]:

@@ -5,7 +5,7 @@ import re
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.e2e.conftest import badge, expect_live, expect_not_navigated, mark_window, run_tool
 
@@ -31,6 +31,34 @@ def expect_answers_in_result(page: Page) -> None:
 
 def badge_count(page: Page) -> int:
     return int(page.locator("#inbox-badge").get_attribute("data-count") or 0)
+
+
+def test_an_answer_whose_response_comes_after_the_live_push_still_says_it_was_sent(
+    logged_in: Callable[..., Page],
+) -> None:
+    """The answer's push removes its row before the answer's own response arrives (seen in full-suite
+    runs): the response still lands, says what happened, and the keyboard moves to the next question.
+    The response is held at the network edge until the push has done its work."""
+    page = logged_in()
+    first = run_tool(page, "reference", "ask_form", delay=0.1)
+    second = run_tool(page, "reference", "ask_form", delay=0.1)
+    expect(badge(page)).to_have_text("needs input")
+    held: list[Route] = []
+    page.route(re.compile(r"/inputs/\d+/answer/$"), lambda route: held.append(route))
+    page.goto("/inbox/")
+    expect_live(page)
+    mark_window(page)
+    row = page.locator(f"#inbox-task-{first}")
+    row.locator("summary").click()
+    row.get_by_role("button", name="Decline").click()
+    while not held:
+        page.wait_for_timeout(50)
+    answer = held[0].fetch()  # sent now: the server takes it and the live socket says so
+    expect(row.locator(".input-request")).to_have_count(0)  # the push removed the row first
+    held[0].fulfill(response=answer)
+    expect(page.locator("#inbox-status")).to_contain_text(f"Answer sent to reference for task #{first}.")
+    expect(page.locator(f"#inbox-task-{second} summary")).to_be_focused()
+    expect_not_navigated(page)
 
 
 def test_the_badge_counts_live_and_an_answer_in_the_compact_list_replaces_only_its_row(
