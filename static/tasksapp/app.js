@@ -216,7 +216,9 @@
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) { return; }
     var target = event.target;
-    if (target.closest && target.closest("input, textarea, select, [contenteditable], [contenteditable=''], dialog form")) {
+    // Typing in a field, or in an open dialog's form, is not a shortcut (a closed dialog's button can keep
+    // the focus until the next rendering: it must not swallow the keys that follow).
+    if (target.closest && target.closest("input, textarea, select, [contenteditable], [contenteditable=''], dialog[open] form")) {
       if (event.key !== "Escape") { return; }
     }
     var dialog = document.getElementById("shortcuts-dialog");
