@@ -35,8 +35,16 @@ def test_behind_when_the_p99_lag_passes_the_threshold_and_back_when_it_recovers(
     judge(health, [3000.0] * 100, T0 + timedelta(seconds=10))
     assert health.behind_since == T0 + timedelta(seconds=5)  # still behind since then
     assert not judge(health, [3000.0] * (MIN_SAMPLES - 1), T0 + timedelta(seconds=15))  # too few to judge
-    assert judge(health, [5.0] * 200, T0 + timedelta(seconds=20))
+    assert len(health.lags) == MIN_SAMPLES - 1  # kept: they count with the next beat's
+    assert judge(health, [5.0] * 2000, T0 + timedelta(seconds=20))  # 19 late of 2,019: p99 on time
     assert (health.behind_since, health.note) == (None, "")
+
+
+def test_a_worker_starved_to_a_few_polls_a_beat_still_says_it_is_behind() -> None:
+    """The most starved worker polls least: its few late polls add up across beats to a verdict."""
+    health = ScheduleHealth(threshold_ms=1000)
+    beats = [judge(health, [4000.0] * 5, T0 + timedelta(seconds=second)) for second in range(4)]
+    assert beats == [False, False, False, True] and health.behind_since == T0 + timedelta(seconds=3)
 
 
 @pytest.mark.django_db(transaction=True)

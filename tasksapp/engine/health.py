@@ -10,7 +10,7 @@ from datetime import datetime
 
 log = logging.getLogger("tasksapp.engine.worker")
 MAX_SAMPLES = 20_000  # per heartbeat: enough for a p99, a bounded sort
-MIN_SAMPLES = 20  # fewer polls than this since the last beat: keep the previous verdict
+MIN_SAMPLES = 20  # fewer polls than this since the last verdict: keep it, and the samples
 REPEAT_SECONDS = 60.0
 
 
@@ -32,6 +32,9 @@ class ScheduleHealth:
         if not window:
             return self._recovered(worker) if self.behind_since else False  # idle: nothing is late
         if len(window) < MIN_SAMPLES:
+            # Too few to judge yet: they count with the next beat's. (Dropping them would keep a
+            # worker starved to under MIN_SAMPLES polls a beat, the one most behind, silent.)
+            self.lags = window
             return False
         p99_ms = 1000 * window[min(len(window) - 1, int(0.99 * len(window)))]
         if p99_ms <= self.threshold_ms:
