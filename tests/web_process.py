@@ -55,7 +55,7 @@ def running_dashboard(var: Path) -> Iterator[Dashboard]:
     for name in ("DJANGO_ALLOW_ASYNC_UNSAFE", "REDIS_URL", "DEBUG"):
         env.pop(name, None)
     command = [sys.executable, "manage.py", "demo", "--host", "127.0.0.1", "--port", str(free_port())]
-    command += ["--mcp-port", str(free_port()), "--password", password]
+    command += ["--mcp-port", str(free_port()), f"--password={password}"]  # it may start with "-"
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

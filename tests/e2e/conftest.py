@@ -77,7 +77,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         env.pop(name, None)
     port, mcp_port = free_port(), free_port()
     command = [sys.executable, "manage.py", "demo", "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--mcp-port", str(mcp_port), "--password", password]
+    command += ["--mcp-port", str(mcp_port), f"--password={password}"]  # a random one may start with "-"
     process = subprocess.Popen(
         command,
         cwd=ROOT,
