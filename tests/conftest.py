@@ -1,5 +1,6 @@
 """Fixtures shared by every test: the real MCP servers the tests talk to over loopback."""
 
+import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,7 @@ from tests.peers.launch import (
 )
 
 if TYPE_CHECKING:
-    from tasksapp.models import McpServer
+    from tasksapp.models import McpServer, RemoteTask
 
 DEMO_READY = "demoserver listening on"
 FASTMCP_READY = "fastmcp peer listening on"
@@ -84,6 +85,21 @@ def demo_registered(transactional_db: None, demo_server: RunningPeer) -> "McpSer
     from tasksapp import services
 
     return services.server_create(name="demo", url=demo_server.url, headers={}, user=None)
+
+
+@pytest.fixture
+def task(demo_registered: "McpServer") -> Iterator["RemoteTask"]:
+    """A run_forever task on the reference server (a tick every 30 s), cancelled afterwards where the
+    mirror still allows it."""
+    from tasksapp import services
+
+    started = services.call_start(
+        server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None
+    )
+    assert started.task is not None
+    yield started.task
+    with contextlib.suppress(services.ServiceError):
+        services.task_cancel(task=started.task, user=None)
 
 
 @pytest.fixture

@@ -1,10 +1,8 @@
 """Language (issue 12 #12): English by default, Simplified Chinese from Accept-Language, the switch
 (a plain POST form) or the user's setting; the zh-Hans catalogue is complete and compiled."""
 
-import contextlib
 import json
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from django.utils import translation
 
 from tasksapp import language, prefs, services
 from tasksapp.consumers import LiveConsumer
-from tasksapp.models import McpServer, RemoteTask
+from tasksapp.models import RemoteTask
 from tasksapp.templatetags.ui_strings import STRINGS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -80,17 +78,6 @@ def operator() -> Client:
     client = Client()
     client.force_login(user)
     return client
-
-
-@pytest.fixture
-def task(demo_registered: McpServer) -> Iterator[RemoteTask]:
-    started = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None
-    )
-    assert started.task is not None
-    yield started.task
-    with contextlib.suppress(services.ServiceError):
-        services.task_cancel(task=started.task, user=None)
 
 
 def main_pages(task: RemoteTask) -> dict[str, tuple[str, str]]:

@@ -90,11 +90,7 @@ def test_input_before_the_task_is_kept_and_answering_retries_the_call(demo_regis
         services.pending_call_answer(pending=pending, responses={}, user=None)
 
 
-def test_apply_snapshot_is_idempotent_and_writes_only_real_changes(demo_registered: McpServer) -> None:
-    task = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 60}, user=None
-    ).task
-    assert task is not None
+def test_apply_snapshot_is_idempotent_and_writes_only_real_changes(task: RemoteTask) -> None:
     moved = snapshot(task, statusMessage="step 2")
     assert services.task_apply_snapshot(task=task, snapshot=moved, source="poll") is True
     assert services.task_apply_snapshot(task=task, snapshot=moved, source="poll") is False
@@ -102,15 +98,10 @@ def test_apply_snapshot_is_idempotent_and_writes_only_real_changes(demo_register
     assert services.task_apply_snapshot(task=task, snapshot=later, source="push") is False
     assert [e.status_message for e in task.events.all()][-1] == "step 2"
     assert task.events.count() == 2
-    services.task_cancel(task=task, user=None)
 
 
-def test_a_poll_overtaken_by_a_newer_answer_changes_nothing(demo_registered: McpServer) -> None:
+def test_a_poll_overtaken_by_a_newer_answer_changes_nothing(task: RemoteTask) -> None:
     """A tasks/get sent before an answer returns after the push that said the answer was taken."""
-    task = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 60}, user=None
-    ).task
-    assert task is not None
     ask = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {}}}
     asked = snapshot(task, status="input_required", inputRequests={"k1": ask}, lastUpdatedAt=stamp(1))
     answered = snapshot(task, status="working", statusMessage="got it", lastUpdatedAt=stamp(3))
@@ -124,12 +115,8 @@ def test_a_poll_overtaken_by_a_newer_answer_changes_nothing(demo_registered: Mcp
     assert services.task_apply_snapshot(task=task, snapshot=done, source="poll")  # final is never stale
 
 
-def test_a_note_says_the_status_the_mirror_holds_not_the_callers_copy(demo_registered: McpServer) -> None:
+def test_a_note_says_the_status_the_mirror_holds_not_the_callers_copy(task: RemoteTask) -> None:
     """An answer's note written after the push that reported the answer taken says "working"."""
-    task = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 60}, user=None
-    ).task
-    assert task is not None
     ask = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {}}}
     services.task_apply_snapshot(
         task=task, snapshot=snapshot(task, status="input_required", inputRequests={"k": ask}), source="poll"
@@ -138,14 +125,9 @@ def test_a_note_says_the_status_the_mirror_holds_not_the_callers_copy(demo_regis
     services.task_apply_snapshot(task=task, snapshot=snapshot(task, lastUpdatedAt=stamp(1)), source="push")
     note = task_note(task=stale_copy, source="operator", note="demo answered elicitation/create")
     assert (stale_copy.status, note.status) == ("input_required", "working")
-    services.task_cancel(task=task, user=None)
 
 
-def test_a_terminal_state_is_never_left(demo_registered: McpServer) -> None:
-    task = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 60}, user=None
-    ).task
-    assert task is not None
+def test_a_terminal_state_is_never_left(task: RemoteTask) -> None:
     done = snapshot(task, status="completed", result={"content": [], "isError": True})
     assert isinstance(done, CompletedTask)
     assert services.task_apply_snapshot(task=task, snapshot=done, source="poll")
@@ -156,14 +138,9 @@ def test_a_terminal_state_is_never_left(demo_registered: McpServer) -> None:
         True,
         "completed with tool error",
     )
-    services.task_cancel(task=task, user=None) if not task.is_terminal else None
 
 
-def test_input_requests_are_one_row_per_key_and_vanished_keys_close(demo_registered: McpServer) -> None:
-    task = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 60}, user=None
-    ).task
-    assert task is not None
+def test_input_requests_are_one_row_per_key_and_vanished_keys_close(task: RemoteTask) -> None:
     ask = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {}}}
     two = snapshot(task, status="input_required", inputRequests={"k1": ask, "k2": ask})
     services.task_apply_snapshot(task=task, snapshot=two, source="poll")
@@ -173,7 +150,6 @@ def test_input_requests_are_one_row_per_key_and_vanished_keys_close(demo_registe
     assert services.task_apply_snapshot(task=task, snapshot=one, source="poll")
     states = dict(InputRequest.objects.values_list("key_hash", "state"))
     assert states == {crypto.fingerprint("k1"): "gone", crypto.fingerprint("k2"): "open"}
-    services.task_cancel(task=task, user=None)
 
 
 def test_two_concurrent_answers_send_exactly_one_update(

@@ -1,8 +1,6 @@
 """Pages and actions against a real database: login everywhere, roles enforced, CSRF on forms."""
 
-import contextlib
 import re
-from collections.abc import Iterator
 from urllib.parse import parse_qs
 
 import pytest
@@ -31,17 +29,6 @@ def client_for(role: str, *, csrf: bool = False) -> Client:
     client = Client(enforce_csrf_checks=csrf)
     client.force_login(user_with(role))
     return client
-
-
-@pytest.fixture
-def task(demo_registered: McpServer) -> Iterator[RemoteTask]:
-    started = services.call_start(
-        server=demo_registered, tool="run_forever", arguments={"delay": 30}, user=None
-    )
-    assert started.task is not None
-    yield started.task
-    with contextlib.suppress(services.ServiceError):
-        services.task_cancel(task=started.task, user=None)
 
 
 def pages(task: RemoteTask) -> list[str]:
