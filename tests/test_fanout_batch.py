@@ -37,8 +37,13 @@ async def test_rows_for_many_sockets_are_rendered_once_each_in_one_step() -> Non
             seen |= {int(pk) for pk in re.findall(r'<tr id="task-row-(\d+)"', frame)}
         assert seen == {task.pk for task in tasks}
 
-    assert fanout.counts["items"] - before["items"] == 3  # each row once, for all five sockets
-    # ... in one database step (two if the messages straddled a flush tick), not one per row
-    assert 1 <= fanout.counts["batches"] - before["batches"] <= 2
+    # One database step for all five sockets (two if the messages straddled a flush tick), not
+    # one per row or per socket; each row at most once per step. A socket that learnt of a change
+    # after a step began may not reuse that step's render (fanout.py's rule), so on a loaded box a
+    # row can be rendered once more in the second step: 3 renders at best, 6 at worst, never 15.
+    batches = fanout.counts["batches"] - before["batches"]
+    items = fanout.counts["items"] - before["items"]
+    assert 1 <= batches <= 2
+    assert 3 <= items <= 3 * batches
     for communicator in sockets:
         await communicator.disconnect()
