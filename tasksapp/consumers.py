@@ -116,6 +116,18 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if self._in_order(event):
             self._queue(("server", int(event["id"])))
 
+    async def notify_browser(self, event: dict[str, Any]) -> None:
+        """A browser notification for this user (tasksapp/notify/send.py): static/tasksapp/notify.js
+        shows it when the person allowed notifications. Sent to this user's sockets only."""
+        url = str(event.get("url", ""))
+        fields = {
+            "key": str(event.get("key", ""))[:100],
+            "text": str(event.get("text", ""))[:300],
+            "url": url if url.startswith("/") and not url.startswith("//") else "",
+        }
+        data = " ".join(f'data-{name}="{escape(value)}"' for name, value in fields.items())
+        await self.send(text_data=f'<div id="notify-push" hidden hx-swap-oob="true" {data}></div>')
+
     async def session_ended(self, event: dict[str, Any]) -> None:
         await self.close(code=SIGNED_OUT)
 

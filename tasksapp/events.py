@@ -63,6 +63,11 @@ def nudge_workers(task_id: int) -> None:
     transaction.on_commit(lambda: _send([WORKERS], {"type": "task.nudge", "id": task_id}))
 
 
+def notify_user(user_id: Any, *, key: str, text: str, url: str) -> None:
+    """A browser notification for every open page of one user (tasksapp/notify/send.py)."""
+    _send([user_group(user_id)], {"type": "notify.browser", "key": key, "text": text, "url": url})
+
+
 def end_sessions(groups: list[str]) -> None:
     """Close every socket in these session or user groups: the page says "you were signed out"."""
     _send(groups, {"type": "session.ended"})

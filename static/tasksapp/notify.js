@@ -1,15 +1,14 @@
-// Opt-in browser notifications (issue 12 item 7). The page's live socket keeps the nav's inbox
-// badge current (tasksapp/live/inbox_badge.py); when its count rises and this user turned browser
-// notifications on (settings page: stored as data-notify on the badge's page via localStorage),
-// the Notification API says so. No inline script (CSP). docs/notifications.md.
+// Opt-in browser notifications (issue 12 item 7; docs/notifications.md). The worker queues a
+// "browser" message for each event a user chose (input needed, a task failed, a server unhealthy;
+// their servers and tools) and sends it to that user's open pages over their sockets, as a hidden
+// #notify-push element (tasksapp/consumers.py). Here it becomes a Notification when the person
+// allowed them. The same key in several tabs is one notification (its tag). No inline script (CSP).
 (function () {
   "use strict";
-  var KEY = "mcpTasksNotify";
   function say(key, values) { return window.uiString ? window.uiString(key, values) : key; }
   var box = document.getElementById("notify-browser");
   if (box) {
-    // The settings page: remember the user's choice for the other pages, and ask for permission.
-    try { localStorage.setItem(KEY, box.dataset.enabled === "1" ? "1" : "0"); } catch (e) { /* private mode */ }
+    // The settings page: say what the browser allows, and ask for permission on a click.
     var state = document.getElementById("notify-state");
     var show = function () { state.textContent = ("Notification" in window) ? Notification.permission : say("unsupported"); };
     show();
@@ -17,20 +16,21 @@
       if ("Notification" in window) { Notification.requestPermission().then(show); }
     });
   }
-  var wanted = false;
-  try { wanted = localStorage.getItem(KEY) === "1"; } catch (e) { wanted = false; }
-  if (!wanted || !("Notification" in window)) { return; }
-  var last = null;
-  function count() {
-    var badge = document.getElementById("inbox-badge");
-    return badge ? parseInt(badge.dataset.count || "0", 10) : 0;
+  if (!("Notification" in window) || !document.body) { return; }
+  var shown = {};
+  function notify() {
+    var push = document.getElementById("notify-push");
+    if (!push || !push.dataset.key || shown[push.dataset.key]) { return; }
+    shown[push.dataset.key] = true;
+    if (Notification.permission !== "granted") { return; }
+    var url = push.dataset.url || "";
+    var note = new Notification("MCP Tasks", { body: push.dataset.text || "", tag: "mcp-" + push.dataset.key });
+    note.onclick = function () {
+      window.focus();
+      if (url.charAt(0) === "/" && url.charAt(1) !== "/") { window.location.assign(url); }
+      note.close();
+    };
   }
-  last = count();
-  new MutationObserver(function () {
-    var now = count();
-    if (last !== null && now > last && Notification.permission === "granted") {
-      new Notification("MCP Tasks", { body: say("questions_waiting", { count: now }), tag: "mcp-inbox" });
-    }
-    last = now;
-  }).observe(document.querySelector("header.top") || document.body, { subtree: true, childList: true, attributes: true });
+  // The push replaces #notify-push, a child of <body>: an out-of-band swap.
+  new MutationObserver(notify).observe(document.body, { childList: true });
 })();

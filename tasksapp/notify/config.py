@@ -17,3 +17,5 @@ FIRST_RETRY_SECONDS = float(os.environ.get("NOTIFY_FIRST_RETRY_SECONDS", "10"))
 MAX_RETRY_SECONDS = 3600.0
 STUCK_SECONDS = 300.0  # a row left "sending" this long (its worker died mid-send) is sent again
 TIMEOUT_SECONDS = 10.0
+BROWSER_FRESH_SECONDS = 120.0  # a browser notification not shown by then is dropped, not shown late
+CHANNELS = ("email", "webhook", "browser")

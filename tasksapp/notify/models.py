@@ -50,7 +50,7 @@ class NotificationOutbox(models.Model):
         FAILED = "failed", "gave up"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    channel = models.CharField(max_length=10)  # email | webhook
+    channel = models.CharField(max_length=10)  # email | webhook | browser
     key = models.CharField(max_length=100)  # the event, e.g. input-12: one message per user, channel, event
     event = models.CharField(max_length=20)
     subject = models.CharField(max_length=300)

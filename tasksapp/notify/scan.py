@@ -5,6 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
@@ -19,7 +20,7 @@ MARGIN = timedelta(seconds=5)  # rows committed a little late still fall in the 
 LOOK_BACK = timedelta(minutes=10)  # the longest a stopped worker catches up on
 UNHEALTHY_FAILURES = 3  # consecutive failed polls before a server counts as unhealthy
 Message = tuple[Promise, dict[str, Any]]  # gettext_lazy text and its values: put in each reader's language
-Event = tuple[str, str, int | None, str | None, Message]  # (event, key, server id, tool, message)
+Event = tuple[str, str, int | None, str | None, Message, str]  # (event, key, server id, tool, message, path)
 INPUT = _("Input needed: task #%(task)s (%(tool)s) on %(server)s asks a question.")
 FAILED = _("Task #%(task)s (%(tool)s) on %(server)s failed.")
 UNHEALTHY = _("Server %(server)s is unhealthy: %(failures)s failed polls in a row. %(error)s")
@@ -33,13 +34,14 @@ def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[li
         "pk", "task_id", "task__server_id", "task__server__name", "task__tool_name"
     )[:500]:
         text = (INPUT, {"task": task_id, "tool": tool, "server": server})
-        found.append(("input", f"input-{pk}", server_id, tool, text))
+        found.append(("input", f"input-{pk}", server_id, tool, text, reverse("tasks:inbox")))
     failed = TaskEvent.objects.filter(observed_at__gt=since, observed_at__lte=until, status="failed")
     for task_id, server_id, server, tool in failed.values_list(
         "task_id", "task__server_id", "task__server__name", "task__tool_name"
     ).distinct()[:500]:
         text = (FAILED, {"task": task_id, "tool": tool, "server": server})
-        found.append(("failed", f"failed-{task_id}", server_id, tool, text))
+        path = reverse("tasks:detail", args=[task_id])
+        found.append(("failed", f"failed-{task_id}", server_id, tool, text, path))
     unhealthy = McpServer.objects.filter(consecutive_failures__gte=UNHEALTHY_FAILURES, archived=False)
     now_bad = set()
     for pk, name, failures, error in unhealthy.values_list(
@@ -48,7 +50,8 @@ def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[li
         now_bad.add(pk)
         if pk not in reported:
             text = (UNHEALTHY, {"server": name, "failures": failures, "error": str(error)[:300]})
-            found.append(("unhealthy", f"unhealthy-{pk}-{until:%Y%m%d%H%M%S}", pk, None, text))
+            key, path = f"unhealthy-{pk}-{until:%Y%m%d%H%M%S}", reverse("tasks:server-tools", args=[pk])
+            found.append(("unhealthy", key, pk, None, text, path))
     return found, now_bad
 
 
@@ -59,15 +62,16 @@ def enqueue(found: list[Event]) -> int:
     chosen = UserPreference.objects.filter(user_id__in=[pref.user_id for pref in prefs])
     languages = dict(chosen.values_list("user_id", "language"))  # empty: LANGUAGE_CODE
     rows = []
-    for event, key, server_id, tool, (message, values) in found:
+    for event, key, server_id, tool, (message, values), path in found:
         for pref in prefs:
             if not pref.wants(event, server_id, tool):
                 continue
             with translation.override(languages.get(pref.user_id) or settings.LANGUAGE_CODE):
                 text = str(message) % values
-            link = base_url() + ("/inbox/" if event == "input" else "/")
+            link = base_url() + path
             body = f"{text}\n{link}"
-            channels = [name for name, on in (("email", pref.email), ("webhook", pref.webhook_url)) if on]
+            wanted = (("email", pref.email), ("webhook", pref.webhook_url), ("browser", pref.browser))
+            channels = [name for name, on in wanted if on]
             rows += [
                 NotificationOutbox(
                     user=pref.user, channel=channel, key=key, event=event, subject=text[:300], text=body

@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import httpx
 from django.core import mail
@@ -14,6 +15,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from tasksapp import events
 from tasksapp.notify import config
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.services.common import audit
@@ -21,6 +23,10 @@ from tasksapp.services.common import audit
 log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Dashboard-Signature"
 TIMESTAMP_HEADER = "X-Dashboard-Timestamp"
+
+
+class GiveUp(Exception):
+    """A message that retrying cannot help (its moment has passed, or it is no longer wanted)."""
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -32,6 +38,16 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 def deliver(row: NotificationOutbox) -> None:
     """Send one message; raises on any failure (the caller retries later)."""
     pref = NotificationPreference.objects.get(user_id=row.user_id)
+    if row.channel == "browser":
+        if not pref.browser:
+            raise GiveUp("browser notifications are off now")
+        if row.created_at < timezone.now() - timedelta(seconds=config.BROWSER_FRESH_SECONDS):
+            raise GiveUp("too old to show in a browser")
+        # To the user's open pages (their sockets' user group); with none open, nobody sees it.
+        subject, _, link = row.text.rpartition("\n")
+        path = urlsplit(link).path if subject else ""  # the page's own origin, whatever NOTIFY_BASE_URL says
+        events.notify_user(row.user_id, key=row.key, text=row.subject, url=path)
+        return
     if row.channel == "email":
         if not pref.email:
             raise ValueError("no email address is set any more")
@@ -54,15 +70,14 @@ def backoff(attempts: int) -> timedelta:
     )
 
 
-def drain_once(limit: int = 50) -> int:
-    """Send what is due; returns how many were sent."""
+def drain_once(limit: int = 50, channels: tuple[str, ...] = config.CHANNELS) -> int:
+    """Send what is due on these channels; returns how many were sent."""
     now = timezone.now()
     stuck = now - timedelta(seconds=config.STUCK_SECONDS)
-    NotificationOutbox.objects.filter(state="sending", next_attempt_at__lt=stuck).update(state="pending")
+    mine = NotificationOutbox.objects.filter(channel__in=channels)
+    mine.filter(state="sending", next_attempt_at__lt=stuck).update(state="pending")
     sent = 0
-    due = NotificationOutbox.objects.filter(state="pending", next_attempt_at__lte=now).order_by(
-        "next_attempt_at"
-    )
+    due = mine.filter(state="pending", next_attempt_at__lte=now).order_by("next_attempt_at")
     for pk in list(due.values_list("pk", flat=True)[:limit]):
         claimed = NotificationOutbox.objects.filter(pk=pk, state="pending").update(
             state="sending", next_attempt_at=now
@@ -73,7 +88,7 @@ def drain_once(limit: int = 50) -> int:
         try:
             deliver(row)
         except Exception as exc:  # any failure of one message: recorded on its row, retried later
-            _failed(row, f"{type(exc).__name__}: {exc}"[:1000])
+            _failed(row, f"{type(exc).__name__}: {exc}"[:1000], give_up=isinstance(exc, GiveUp))
             continue
         NotificationOutbox.objects.filter(pk=pk).update(
             state="sent", sent_at=timezone.now(), attempts=row.attempts + 1
@@ -82,9 +97,9 @@ def drain_once(limit: int = 50) -> int:
     return sent
 
 
-def _failed(row: NotificationOutbox, error: str) -> None:
+def _failed(row: NotificationOutbox, error: str, *, give_up: bool = False) -> None:
     attempts = row.attempts + 1
-    gave_up = attempts >= config.MAX_ATTEMPTS
+    gave_up = give_up or attempts >= config.MAX_ATTEMPTS
     log.warning(
         "notify: %s %s to user %s failed (attempt %d): %s", row.channel, row.key, row.user_id, attempts, error
     )

@@ -27,7 +27,6 @@ STRINGS = {
     ),
     "copied": _("Copied"),
     "unsupported": _("unsupported"),
-    "questions_waiting": _("Questions waiting for an answer: %(count)s"),
 }
 
 

@@ -64,9 +64,12 @@ class Command(BaseCommand):
 
         worker = Worker(name="demo-worker")
         running = twisted_loop.create_task(worker.run())
-        # Notifications are sent by `manage.py worker` only (docs/notifications.md): with the sending
-        # thread in this process, Ctrl-C was lost under load in CI (the reactor never began to stop).
-        notifier = None
+        # Email and webhooks are sent by `manage.py worker` only (docs/notifications.md): with the
+        # sending thread in this process, Ctrl-C was lost under load in CI (the reactor never began
+        # to stop). Browser notifications need no network: a task on this loop shows them.
+        from tasksapp.notify.drainer import browser_notifier
+
+        notifier = twisted_loop.create_task(browser_notifier())
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
             f"\nMCP Tasks Dashboard: {url}\n  log in as {options['username']} / {password}\n"
@@ -123,9 +126,8 @@ class Command(BaseCommand):
         from twisted.internet import defer, reactor
 
         async def stop() -> None:
+            notifier.cancel()
             worker.stop()
-            if notifier is not None:
-                notifier[1].set()
             # Ctrl-C must always stop the demo: the worker gets a bounded time to finish (release its
             # leases, close its streams); past that it is cancelled, and where it was stuck is logged.
             try:
@@ -142,8 +144,8 @@ class Command(BaseCommand):
                 running.cancel()
                 with contextlib.suppress(BaseException):
                     await running
-            if notifier is not None:
-                await asyncio.to_thread(notifier[0].join, 15)  # a send in flight finishes
+            with contextlib.suppress(BaseException):
+                await notifier
             mcp.stop()
 
         # Twisted types the reactor by its zope Interface, whose methods have no `self`: without the
