@@ -1,4 +1,5 @@
-"""Every page at 390 px and at 1400 px, light and dark (issue 12 items 2, 8): no sideways scrolling,
+"""Every page at 390 px and at 1400 px, light and dark, English and Chinese (issue 12 items 2, 8,
+12): no sideways scrolling,
 the menu reachable, tables stacked on a phone, the status tiles in one row on a desktop.
 
 One task that waited for input gives the task page, the inbox and the lifecycle bar something to show;
@@ -81,6 +82,19 @@ def test_every_page_fits_a_phone_and_a_desktop_in_light_and_dark(logged_in: Call
                 colour = page.evaluate(BACKGROUND)
                 assert is_dark(page) == (scheme == "dark"), f"{path} is not {scheme} ({colour}) {where}"
             check_menu_and_tables(page, viewport["width"], pk)
+    # In Chinese (other words, other widths): every page at both widths, light.
+    page.emulate_media(color_scheme="light")
+    page.goto("/")
+    page.locator("#language-select").select_option("zh-hans")
+    page.locator("#language-select").locator("xpath=ancestor::form").locator("button").click()
+    expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
+    for viewport in (PHONE, DESKTOP):
+        page.set_viewport_size(viewport)
+        for path in pages(pk, server_pk):
+            page.goto(path, wait_until="domcontentloaded")
+            expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
+            where = f"at {viewport['width']} px in Chinese"
+            assert page.evaluate(OVERFLOW) <= 0, f"{path} scrolls sideways {where}"
 
 
 def check_menu_and_tables(page: Page, width: int, pk: int) -> None:
