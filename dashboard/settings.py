@@ -4,6 +4,7 @@ See docs/deploy.md for every variable.
 """
 
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -145,12 +146,22 @@ if REDIS_URL:
                         "health_check_interval": 15,
                         "retry_on_timeout": True,
                     }
-                ]
+                ],
+                # A process's local channels (its sockets' and its hub's, tasksapp/live/hub.py)
+                # share one Redis list: room for a burst of every change for all its pages.
+                "channel_capacity": {"specific.*": env_int("REDIS_PROCESS_CAPACITY", 10_000, minimum=100)},
             },
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            # The hub's channel (tasksapp/live/hub.py) gets room for a burst; (pattern, capacity)
+            # pairs, as this layer does not compile the globs the Redis one takes.
+            "CONFIG": {"channel_capacity": [(re.compile(r"hub\.inmemory!"), 10_000)]},
+        }
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

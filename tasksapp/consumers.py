@@ -8,9 +8,11 @@ too) and after LIVE_SOCKET_MAX_SECONDS, when the page reconnects and catches up.
 """
 
 import asyncio
+import contextvars
 import logging
 import time
 import zoneinfo
+from collections.abc import Coroutine
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs
@@ -22,7 +24,7 @@ from django.utils.html import escape
 
 from tasksapp import events, language, prefs, redislayer
 from tasksapp.connections import database_sync_to_async
-from tasksapp.live import frames, inbox_badge, pages
+from tasksapp.live import frames, hub, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
 from tasksapp.permissions import VIEW, can
 
@@ -32,6 +34,7 @@ PAGES = {"overview", "tasks", "task", "inbox", "servers"}
 REFUSED = 4403  # not signed in, or no role that may view
 SIGNED_OUT = 4401  # the session ended while the page was open: app.js says "you were signed out"
 LIFETIME = 4408  # the socket lived LIVE_SOCKET_MAX_SECONDS: app.js reconnects at once and catches up
+HUB_LOST = 1011  # the process's subscription failed (channel layer down): reconnect with back-off
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
@@ -61,11 +64,15 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self.close(code=REFUSED)
             return
         self.view = view
+        # The language and zone activated above live in this context: what the hub hands over runs
+        # in the hub's task, so the work it starts for this socket is spawned in this one (_spawn).
+        self.context = contextvars.copy_context()
         self.user_pk = user.pk
         self.session_key = session_key_of(self.scope)
         self.pending: dict[pages.Item, float] = {}
         self.flushing: asyncio.Task[None] | None = None
         self.last_seq: dict[tuple[str, str], int] = {}
+        self.in_step_at: dict[tuple[str, str], float] = {}  # when the last message in order came
         self.joined = time.monotonic()
         joined_at = datetime.now(UTC)
         self.groups = [
@@ -76,7 +83,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if inbox_badge.GROUP not in self.groups:  # inbox: the nav badge on every page
             self.groups.append(inbox_badge.GROUP)
         for group in self.groups:
-            await self.channel_layer.group_add(group, self.channel_name)
+            if group in hub.SHARED:  # one subscription per process (tasksapp/live/hub.py)
+                await hub.hub().join(group, self)
+            else:
+                await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         self.watch = asyncio.create_task(self._watch_session())
         if "since" not in params:  # not a page (a script, a test): nothing to catch up on
@@ -92,12 +102,15 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         for task in (
             getattr(self, "watch", None),
             getattr(self, "flushing", None),
-            getattr(self, "resync", None),
+            getattr(self, "resync_task", None),
         ):
             if task is not None:
                 task.cancel()
+        if hasattr(self, "groups"):
+            await hub.hub().leave(self)
         for group in getattr(self, "groups", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
+            if group not in hub.SHARED:
+                await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the browser: actions are CSRF-protected POSTs."""
@@ -105,6 +118,28 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
     # --- what the channel layer delivers -----------------------------------------------------
 
     async def task_changed(self, event: dict[str, Any]) -> None:
+        self._task_changed(event)
+
+    async def server_changed(self, event: dict[str, Any]) -> None:
+        self._server_changed(event)
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """A message to a shared group, handed over by this process's hub (tasksapp/live/hub.py)."""
+        kind = message.get("type")
+        if kind == "task.changed":
+            self._task_changed(message)
+        elif kind == "server.changed":
+            self._server_changed(message)
+
+    def resync(self, since: datetime) -> None:
+        """The hub noticed lost messages to a group of this page: catch up on what changed since."""
+        self.resync_task = self._spawn(self._catch_up(since))
+
+    def hub_lost(self) -> None:
+        """The hub's channel layer failed: close, so that the page reconnects and catches up."""
+        self.closing = self._spawn(self.close(code=HUB_LOST))
+
+    def _task_changed(self, event: dict[str, Any]) -> None:
         if self._in_order(event):
             if inbox_badge.is_badge_event(event):  # inbox: the nav badge on every page
                 self._queue(inbox_badge.BADGE)
@@ -112,7 +147,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
                     return
             self._queue(("task", int(event["id"])))
 
-    async def server_changed(self, event: dict[str, Any]) -> None:
+    def _server_changed(self, event: dict[str, Any]) -> None:
         if self._in_order(event):
             self._queue(("server", int(event["id"])))
 
@@ -133,32 +168,45 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
 
     def _in_order(self, event: dict[str, Any]) -> bool:
         """False when messages before this one were dropped (a full channel drops silently): then
-        the page catches up on everything since it connected instead."""
+        the page catches up on what changed since the last message it had in order from the same
+        publisher (its change was committed before the lost one was published), or since it
+        connected; MARGIN before that, for transactions under way."""
         key = (str(event.get("src", "")), str(event.get("group", "")))
         seq = event.get("seq")
         if not isinstance(seq, int):
             return True
         last = self.last_seq.get(key)
         self.last_seq[key] = seq
+        now = time.monotonic()
+        in_step_at = self.in_step_at.get(key, self.joined)
+        self.in_step_at[key] = now
         if last is None or seq == last + 1:
             return True
         log.warning(
-            "live: %d message(s) to group %s were dropped before reaching a socket; catching up",
+            "live: %d message(s) to group %s were dropped before reaching a socket (publisher %s: "
+            "number %d after %d); catching up",
             max(seq - last - 1, 1),
             key[1],
+            key[0],
+            seq,
+            last,
         )
         redislayer.count("resync_gap")  # mcp_live_resyncs_total{reason="gap"} in /metrics
-        joined = datetime.now(UTC) - pages.MARGIN - timedelta(seconds=time.monotonic() - self.joined)
-        self.resync = asyncio.create_task(self._catch_up(joined))
+        since = datetime.now(UTC) - pages.MARGIN - timedelta(seconds=now - in_step_at)
+        self.resync_task = self._spawn(self._catch_up(since))
         return False
 
     # --- sending -------------------------------------------------------------------------------
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> "asyncio.Task[None]":
+        """A task of this socket's, in its context (language, zone), whoever asked for it."""
+        return asyncio.create_task(work, context=self.context)
 
     def _queue(self, item: pages.Item) -> None:
         """Coalesce: a burst of changes to one item becomes one fragment, a burst of items one frame."""
         self.pending[item] = time.monotonic()
         if self.flushing is None or self.flushing.done():
-            self.flushing = asyncio.create_task(self._flush_soon())
+            self.flushing = self._spawn(self._flush_soon())
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(_until_tick(self.view.coalesce))
@@ -193,7 +241,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         for item in items:
             self.pending[item] = max(self.pending.get(item, asked), asked)
         if self.pending and (self.flushing is None or self.flushing.done()):
-            self.flushing = asyncio.create_task(self._flush_soon())
+            self.flushing = self._spawn(self._flush_soon())
 
     # --- the session ---------------------------------------------------------------------------
 

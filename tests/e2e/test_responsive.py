@@ -57,6 +57,9 @@ def answered_task(page: Page) -> tuple[int, int]:
     assert page.evaluate(OVERFLOW) <= 0, "the inbox with a question scrolls sideways at 390 px"
     page.goto(f"/tasks/{pk}/")
     question = page.locator("#task-inputs .input-request")
+    # A person takes a while to answer (not synchronisation: the wait itself is what the lifecycle
+    # bar must show; answered within half a second, it rounds to "input 0s").
+    page.wait_for_timeout(1500)
     question.get_by_label("Full name").fill("Grace Hopper")
     question.get_by_label("Email").fill("grace@example.com")
     question.get_by_role("button", name="Accept and send").click()

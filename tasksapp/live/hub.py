@@ -1,0 +1,189 @@
+"""One subscription per process for the groups every page shares (issue 13 goal 1).
+
+Every task change is published to the `tasks` group (and `inbox`, `servers`). When each socket
+joined those groups itself, one change became one channel-layer message per open socket: with
+275 sockets on those groups and 100 changes a second, 27,500 messages a second through Redis,
+each read, decoded and dispatched by its Daphne; the channels filled up, messages were dropped,
+and every drop made a socket catch up on everything (bench/fanout.py: 13,470 drops in 20 s).
+
+Here a process joins each shared group once, on a channel of its own, and hands each message to
+its local sockets in memory: one message per process per change, whatever the number of tabs.
+A socket only queues what changed (the consumers' flush and the shared, batched renders do the
+rest), so handing over is cheap. Per-task, per-session and per-user groups have few members and
+stay per socket.
+
+The hub starts with its first socket and stops (leaving its groups) with its last. channels_redis
+keeps all of a process's local channels (the sockets' and the hub's) in one Redis list:
+dashboard/settings.py gives it room for 10,000 messages instead of 100. If the channel layer fails
+under it (Redis gone), every socket it serves is closed, as a socket's own receive loop would be:
+the pages reconnect and catch up. A lost message (a gap in a publisher's numbers) is noticed here,
+once for the process, and all the group's sockets catch up from one query.
+Group membership is renewed every REFRESH_SECONDS, below the layer's group expiry.
+"""
+
+import asyncio
+import logging
+import time
+import weakref
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+from tasksapp import events, redislayer
+from tasksapp.live.pages import MARGIN
+
+log = logging.getLogger(__name__)
+
+SHARED = frozenset({events.TASKS, events.INBOX, events.SERVERS})  # the groups every page may share
+REFRESH_SECONDS = 3600.0
+
+
+class Member(Protocol):
+    def deliver(self, message: dict[str, Any]) -> None: ...
+
+    def resync(self, since: datetime) -> None: ...
+
+    def hub_lost(self) -> None: ...
+
+
+class Hub:
+    def __init__(self, layer: Any) -> None:
+        self.layer = layer
+        self.members: defaultdict[str, set[Member]] = defaultdict(set)
+        self.joined: set[str] = set()
+        self.channel = ""
+        self.running: asyncio.Task[None] | None = None
+        self.lock = asyncio.Lock()
+        self.delivered = 0
+        self.last_seq: dict[tuple[str, str], int] = {}  # (publisher, group) -> its last number
+        self.in_step_at: dict[tuple[str, str], float] = {}  # when its last message in order came
+        self.started = time.monotonic()
+        self.gap_since = datetime.now(UTC)
+
+    async def join(self, group: str, member: Member) -> None:
+        """From now on `member` gets every message to `group` (in order, as the layer sent them)."""
+        async with self.lock:
+            if self.running is None or self.running.done():
+                # The layer's own kind of process-local channel: channels_redis reads all of a
+                # process's local channels from one Redis list, under one lock (another prefix
+                # would wait behind the sockets' reads for ever).
+                # The in-memory layer's channels are queues of their own: "hub" names this one, so
+                # that dashboard/settings.py can give it room.
+                memory = isinstance(self.layer, InMemoryChannelLayer)
+                self.channel = await (self.layer.new_channel("hub") if memory else self.layer.new_channel())
+                self.joined = set()
+                self.last_seq, self.in_step_at, self.started = {}, {}, time.monotonic()
+                self.running = asyncio.create_task(self._run(self.channel), name="live-hub")
+            if group not in self.joined:
+                await self.layer.group_add(group, self.channel)
+                self.joined.add(group)
+            self.members[group].add(member)
+
+    async def leave(self, member: Member) -> None:
+        async with self.lock:
+            for members in self.members.values():
+                members.discard(member)
+            if any(self.members.values()) or self.running is None:
+                return
+            running, self.running = self.running, None
+            running.cancel()
+            for group in self.joined:
+                try:
+                    await self.layer.group_discard(group, self.channel)
+                except Exception:  # a layer that is down forgets the membership anyway (expiry)
+                    log.warning("live hub: could not leave group %s", group, exc_info=True)
+            self.joined = set()
+
+    async def _run(self, channel: str) -> None:
+        refresh = asyncio.create_task(self._refresh(channel))
+        try:
+            while True:
+                message = await self.layer.receive(channel)
+                self._hand_out(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the layer failed: the sockets it fed would wait for nothing
+            log.exception("live hub: the channel layer failed; closing this process's sockets to reconnect")
+            self._lost()
+        finally:
+            refresh.cancel()
+
+    def _hand_out(self, message: dict[str, Any]) -> None:
+        group = str(message.get("group", ""))
+        members = list(self.members.get(group, ()))
+        if not self._in_order(message, group):
+            since = self.gap_since
+            for member in members:
+                try:
+                    member.resync(since)
+                except Exception:  # one socket's fault must not starve the others
+                    log.exception("live hub: a socket's catch-up failed to start")
+            return
+        # In order: the sockets need not check the number again (they did when each had its own).
+        message = {key: value for key, value in message.items() if key != "seq"}
+        for member in members:
+            try:
+                member.deliver(message)
+            except Exception:  # one socket's fault must not starve the others
+                log.exception("live hub: handing a message to a socket failed")
+        self.delivered += 1
+
+    def _in_order(self, message: dict[str, Any], group: str) -> bool:
+        """False when messages before this one never arrived (a full channel drops silently; the
+        layer can lose one): then every socket of the group catches up on what changed since the
+        last message from the same publisher that came in order (its change was committed before
+        the lost one was published), MARGIN before that for transactions under way; the same
+        `since` for all, so that they share one query (pages.tasks_changed_since)."""
+        seq = message.get("seq")
+        if not isinstance(seq, int):
+            return True
+        key = (str(message.get("src", "")), group)
+        last = self.last_seq.get(key)
+        self.last_seq[key] = seq
+        now = time.monotonic()
+        in_step_at = self.in_step_at.get(key, self.started)
+        self.in_step_at[key] = now
+        if last is None or seq == last + 1:
+            return True
+        log.warning(
+            "live: %d message(s) to group %s were dropped before reaching this process (publisher %s: "
+            "number %d after %d); its %d socket(s) catch up",
+            max(seq - last - 1, 1),
+            group,
+            key[0],
+            seq,
+            last,
+            len(self.members.get(group, ())),
+        )
+        redislayer.count("resync_gap")  # mcp_live_resyncs_total{reason="gap"} in /metrics
+        self.gap_since = datetime.now(UTC) - MARGIN - timedelta(seconds=now - in_step_at)
+        return False
+
+    def _lost(self) -> None:
+        lost = {member for members in self.members.values() for member in members}
+        self.members.clear()
+        self.joined = set()
+        self.running = None
+        for member in lost:
+            member.hub_lost()
+
+    async def _refresh(self, channel: str) -> None:
+        while True:
+            await asyncio.sleep(REFRESH_SECONDS)
+            for group in list(self.joined):
+                await self.layer.group_add(group, channel)
+
+
+_hubs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub]" = weakref.WeakKeyDictionary()
+
+
+def hub(layer_factory: Callable[[], Any] = get_channel_layer) -> Hub:
+    """This event loop's hub (a process has one loop; tests make one per test)."""
+    loop = asyncio.get_running_loop()
+    found = _hubs.get(loop)
+    if found is None:
+        found = _hubs[loop] = Hub(layer_factory())
+    return found

@@ -1,0 +1,81 @@
+"""One subscription per process for the shared groups (tasksapp/live/hub.py, issue 13 goal 1): a
+change is one channel-layer message per process, whatever the number of open pages; every page
+still gets it; a lost message is noticed once per process, and all its pages catch up with one
+query between them."""
+
+import logging
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from tasksapp import events, services
+from tasksapp.live import hub
+from tasksapp.live import pages as pages_module
+from tasksapp.models import RemoteTask
+from tests.test_live import frames_until, make_task, signed_in, socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PAGES = 6
+
+
+def lose_a_change(task: RemoteTask) -> None:
+    """A change whose message never arrives: written as the worker writes it, not published."""
+    RemoteTask.objects.filter(pk=task.pk).update(status="failed", status_message="lost on the way")
+    task.events.create(status="failed", status_message="lost on the way", source="poll")
+
+
+def members(group: str) -> int:
+    return len(get_channel_layer().groups.get(group, {}))  # the in-memory layer's membership
+
+
+async def test_many_pages_are_one_member_of_the_shared_groups_and_all_get_each_change() -> None:
+    _, client = await sync_to_async(signed_in)()
+    task = await sync_to_async(make_task)()
+    pages = [socket(client, "page=tasks") for _ in range(PAGES)] + [socket(client, "page=overview")]
+    for communicator in pages:
+        assert (await communicator.connect())[0]
+    assert members(events.TASKS) == 1 and members(events.INBOX) == 1  # not one a page
+    assert (
+        members(events.session_group(client.cookies["sessionid"].value)) == PAGES + 1
+    )  # per page, as before
+
+    await sync_to_async(services.task_record_error)(task=task, error="seen by all")
+    for communicator in pages[:PAGES]:
+        await frames_until(communicator, lambda frame: f"task-row-{task.pk}" in frame)
+    assert hub.hub().delivered >= 1
+
+    for communicator in pages:
+        await communicator.disconnect()
+    assert members(events.TASKS) == 0 and members(events.INBOX) == 0  # the last page out leaves
+
+
+async def test_a_lost_message_is_noticed_once_and_every_page_catches_up_with_one_query(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _, client = await sync_to_async(signed_in)()
+    task = await sync_to_async(make_task)()
+    pages = [socket(client, "page=tasks") for _ in range(PAGES)]
+    for communicator in pages:
+        assert (await communicator.connect())[0]
+    layer = get_channel_layer()
+    message = {"type": "task.changed", "id": task.pk, "group": events.TASKS, "src": "elsewhere"}
+    await layer.group_send(events.TASKS, {**message, "seq": 1})
+    for communicator in pages:
+        await communicator.receive_from(timeout=5)
+    await sync_to_async(lose_a_change)(task)
+
+    before = dict(pages_module.counts)
+    with caplog.at_level(logging.WARNING):
+        await layer.group_send(events.TASKS, {**message, "seq": 3})
+        for communicator in pages:
+            frame = (await frames_until(communicator, lambda frame: "lost on the way" in frame))[-1]
+            assert f"task-row-{task.pk}" in frame
+    lost = [r for r in caplog.records if "were dropped" in r.getMessage()]
+    assert len(lost) == 1, [r.getMessage() for r in lost]  # once for the process, not once a page
+    assert f"its {PAGES} socket(s) catch up" in lost[0].getMessage()
+    # What changed since: one query for all six pages.
+    assert pages_module.counts["changed_since"] - before["changed_since"] == 1
+    assert pages_module.counts["changed_since_reused"] - before["changed_since_reused"] == PAGES - 1
+    for communicator in pages:
+        await communicator.disconnect()
