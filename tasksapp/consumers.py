@@ -199,8 +199,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
     # --- sending -------------------------------------------------------------------------------
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> "asyncio.Task[None]":
-        """A task of this socket's, in its context (language, zone), whoever asked for it."""
-        return asyncio.create_task(work, context=self.context)
+        """A task of this socket's, in its context (language, zone), whoever asked for it. A copy
+        each: tasks sharing one Context see each other's variables (asgiref's "already in the
+        database thread" flag among them, which then refuses every other database step)."""
+        return asyncio.create_task(work, context=self.context.copy())
 
     def _queue(self, item: pages.Item) -> None:
         """Coalesce: a burst of changes to one item becomes one fragment, a burst of items one frame."""

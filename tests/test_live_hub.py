@@ -3,13 +3,18 @@ change is one channel-layer message per process, whatever the number of open pag
 still gets it; a lost message is noticed once per process, and all its pages catch up with one
 query between them."""
 
+import asyncio
+import contextvars
 import logging
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from tasksapp import events, services
+from tasksapp.connections import database_sync_to_async
+from tasksapp.consumers import LiveConsumer
 from tasksapp.live import hub
 from tasksapp.live import pages as pages_module
 from tasksapp.models import RemoteTask
@@ -79,3 +84,17 @@ async def test_a_lost_message_is_noticed_once_and_every_page_catches_up_with_one
     assert pages_module.counts["changed_since_reused"] - before["changed_since_reused"] == PAGES - 1
     for communicator in pages:
         await communicator.disconnect()
+
+
+async def test_work_the_hub_starts_for_one_socket_can_use_the_database_side_by_side() -> None:
+    """A flush and a catch-up of one socket, both started by the hub, each take a database step at
+    the same time: spawned in one shared Context, the second was refused ("Single thread executor
+    already being used, would deadlock"), and under load every list page stopped updating."""
+    consumer = LiveConsumer()
+    consumer.context = contextvars.copy_context()
+    step = database_sync_to_async(time.sleep)
+
+    async def use() -> None:
+        await step(0.2)
+
+    await asyncio.gather(consumer._spawn(use()), consumer._spawn(use()))
