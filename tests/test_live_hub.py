@@ -11,6 +11,7 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.utils import timezone, translation
 
 from tasksapp import events, services
 from tasksapp.connections import database_sync_to_async
@@ -98,3 +99,34 @@ async def test_work_the_hub_starts_for_one_socket_can_use_the_database_side_by_s
         await step(0.2)
 
     await asyncio.gather(consumer._spawn(use()), consumer._spawn(use()))
+
+
+def test_a_task_pages_timeline_entries_are_rendered_once_per_content_language_and_zone() -> None:
+    """A busy task's page is re-rendered at every change; its entries were re-rendered each time
+    (most of a loaded process's database thread in bench/fanout.py's profile). Now an entry is
+    rendered again only when its event, the language or the time zone differs."""
+    task = make_task()
+    for n in range(3):
+        task.events.create(status="working", status_message=f"step {n}", source="poll")
+    page = pages_module.TaskPage((("viewer", True),), timezone.now(), pk=task.pk, show=50)
+
+    def render(language: str, zone: str) -> tuple[dict[str, int], str]:
+        before = dict(pages_module.entry_counts)
+        with translation.override(language), timezone.override(zone):
+            rendered = page._render()
+        assert rendered is not None
+        _, timeline = rendered
+        spent = {key: pages_module.entry_counts[key] - before[key] for key in before}
+        return spent, timeline.section
+
+    first, section = render("en", "UTC")
+    assert first["rendered"] == 3 and "step 2" in section
+    again, same = render("en", "UTC")
+    assert again == {"rendered": 0, "reused": 3} and same == section
+    chinese, in_chinese = render("zh-hans", "UTC")
+    assert chinese["rendered"] == 3 and in_chinese != section
+    shanghai, in_shanghai = render("en", "Asia/Shanghai")
+    assert shanghai["rendered"] == 3 and in_shanghai != section
+    task.events.filter(status_message="step 2").update(merged=4)  # a folded message: its entry changes
+    folded, with_count = render("en", "UTC")
+    assert folded == {"rendered": 1, "reused": 2} and "latest of 5 messages" in with_count

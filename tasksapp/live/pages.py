@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 from django.template.loader import render_to_string
+from django.utils import timezone, translation
 
 from tasksapp import events
 from tasksapp.live import fanout, shared
@@ -202,20 +203,52 @@ class TaskPage(LivePage):
             for name in TASK_SECTIONS
             if name != "task-timeline"
         ]
-        entries = tuple(
-            (
-                event.pk,
-                render_to_string(f"{template}#timeline-entry", {"event": event}),
-                render_to_string(f"{template}#timeline-entry", {"event": event, "entry_oob": True}),
-            )
-            for event in timeline_events
-        )
+        entries = tuple((event.pk, *timeline_entry(template, event)) for event in timeline_events)
         timeline = Timeline(
-            section=render_to_string(f"{template}#task-timeline", context),
+            # The entries as rendered above (render_to_string's output is safe: already escaped).
+            section=render_to_string(
+                f"{template}#task-timeline", {**context, "entries_html": [plain for _, plain, _ in entries]}
+            ),
             older=render_to_string(f"{template}#timeline-older", {**context, "older_oob": True}),
             entries=entries,
         )
         return sections, timeline
+
+
+_entries: dict[tuple[Any, ...], tuple[str, str]] = {}
+ENTRIES_KEPT = 20_000
+entry_counts = {"rendered": 0, "reused": 0}  # for tests and benchmarks
+
+
+def timeline_entry(template: str, event: TaskEvent) -> tuple[str, str]:
+    """A timeline entry, as it is and out-of-band. An entry changes only when its event does (a
+    folded message, a note), so it is rendered once per content, language and zone: a task page's
+    render no longer re-renders its 50 entries at every change (bench/fanout.py's profile: most of
+    a busy process's database thread)."""
+    text = hashlib.blake2b(f"{event.status_message}\x00{event.note}".encode(), digest_size=16).digest()
+    key = (
+        event.pk,
+        event.source,
+        event.status,
+        event.observed_at,
+        event.merged,
+        text,
+        translation.get_language(),
+        timezone.get_current_timezone_name(),
+        template,
+    )
+    found = _entries.get(key)
+    if found is not None:
+        entry_counts["reused"] += 1
+    else:
+        entry_counts["rendered"] += 1
+        if len(_entries) >= ENTRIES_KEPT:
+            _entries.clear()
+        found = _entries[key] = (
+            render_to_string(f"{template}#timeline-entry", {"event": event}),
+            render_to_string(f"{template}#timeline-entry", {"event": event, "entry_oob": True}),
+        )
+    return found
 
 
 class ListPage(LivePage):
