@@ -211,8 +211,14 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             self.flushing = self._spawn(self._flush_soon())
 
     async def _flush_soon(self) -> None:
-        await asyncio.sleep(_until_tick(self.view.coalesce))
-        while self.pending:
+        while True:
+            # Every round on the shared grid, also the rounds after the first: what arrived during
+            # a round's renders waits for the next tick, with every other socket's, so that their
+            # renders are shared again (going round at once, each socket drifted off the grid
+            # under load and rendered for itself: 1,020 overview renders where 200 would do).
+            await asyncio.sleep(_until_tick(self.view.coalesce))
+            if not self.pending:
+                return
             due, self.pending = self.pending, {}
             fragments: list[pages.Fragment] = []
             try:
