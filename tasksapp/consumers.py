@@ -13,7 +13,7 @@ import logging
 import time
 import zoneinfo
 from collections.abc import Coroutine
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -22,9 +22,9 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.html import escape
 
-from tasksapp import events, language, prefs, redislayer
+from tasksapp import events, language, prefs
 from tasksapp.connections import database_sync_to_async
-from tasksapp.live import frames, hub, inbox_badge, pages
+from tasksapp.live import frames, hub, inbox_badge, numbering, pages
 from tasksapp.live.session import session_key_of, still_signed_in
 from tasksapp.permissions import VIEW, can
 
@@ -71,8 +71,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.session_key = session_key_of(self.scope)
         self.pending: dict[pages.Item, float] = {}
         self.flushing: asyncio.Task[None] | None = None
-        self.last_seq: dict[tuple[str, str], int] = {}
-        self.in_step_at: dict[tuple[str, str], float] = {}  # when the last message in order came
+        self.numbering = numbering.Numbering()
         self.joined = time.monotonic()
         joined_at = datetime.now(UTC)
         self.groups = [
@@ -167,33 +166,21 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         await self.close(code=SIGNED_OUT)
 
     def _in_order(self, event: dict[str, Any]) -> bool:
-        """False when messages before this one were dropped (a full channel drops silently): then
-        the page catches up on what changed since the last message it had in order from the same
-        publisher (its change was committed before the lost one was published), or since it
-        connected; MARGIN before that, for transactions under way."""
-        key = (str(event.get("src", "")), str(event.get("group", "")))
-        seq = event.get("seq")
-        if not isinstance(seq, int):
-            return True
-        last = self.last_seq.get(key)
-        self.last_seq[key] = seq
-        now = time.monotonic()
-        in_step_at = self.in_step_at.get(key, self.joined)
-        self.in_step_at[key] = now
-        if last is None or seq == last + 1:
+        """False when messages to one of this socket's own groups were lost before this one: then
+        the page catches up (tasksapp/live/numbering.py says from when)."""
+        gap = self.numbering.gap(event, str(event.get("group", "")))
+        if gap is None:
             return True
         log.warning(
             "live: %d message(s) to group %s were dropped before reaching a socket (publisher %s: "
             "number %d after %d); catching up",
-            max(seq - last - 1, 1),
-            key[1],
-            key[0],
-            seq,
-            last,
+            gap.lost,
+            event.get("group"),
+            gap.publisher,
+            gap.number,
+            gap.after,
         )
-        redislayer.count("resync_gap")  # mcp_live_resyncs_total{reason="gap"} in /metrics
-        since = datetime.now(UTC) - pages.MARGIN - timedelta(seconds=now - in_step_at)
-        self.resync_task = self._spawn(self._catch_up(since))
+        self.resync_task = self._spawn(self._catch_up(gap.since))
         return False
 
     # --- sending -------------------------------------------------------------------------------

@@ -23,17 +23,16 @@ Group membership is renewed every REFRESH_SECONDS, below the layer's group expir
 
 import asyncio
 import logging
-import time
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from tasksapp import events, redislayer
-from tasksapp.live.pages import MARGIN
+from tasksapp import events
+from tasksapp.live.numbering import Numbering
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +57,7 @@ class Hub:
         self.running: asyncio.Task[None] | None = None
         self.lock = asyncio.Lock()
         self.delivered = 0
-        self.last_seq: dict[tuple[str, str], int] = {}  # (publisher, group) -> its last number
-        self.in_step_at: dict[tuple[str, str], float] = {}  # when its last message in order came
-        self.started = time.monotonic()
-        self.gap_since = datetime.now(UTC)
+        self.numbering = Numbering()
 
     async def join(self, group: str, member: Member) -> None:
         """From now on `member` gets every message to `group` (in order, as the layer sent them)."""
@@ -75,7 +71,7 @@ class Hub:
                 memory = isinstance(self.layer, InMemoryChannelLayer)
                 self.channel = await (self.layer.new_channel("hub") if memory else self.layer.new_channel())
                 self.joined = set()
-                self.last_seq, self.in_step_at, self.started = {}, {}, time.monotonic()
+                self.numbering = Numbering()
                 self.running = asyncio.create_task(self._run(self.channel), name="live-hub")
             if group not in self.joined:
                 await self.layer.group_add(group, self.channel)
@@ -114,11 +110,23 @@ class Hub:
     def _hand_out(self, message: dict[str, Any]) -> None:
         group = str(message.get("group", ""))
         members = list(self.members.get(group, ()))
-        if not self._in_order(message, group):
-            since = self.gap_since
+        gap = self.numbering.gap(message, group)
+        if gap is not None:
+            # Lost messages: every socket of the group catches up, from the same moment, so that
+            # they share one query (pages.tasks_changed_since).
+            log.warning(
+                "live: %d message(s) to group %s were dropped before reaching this process (publisher "
+                "%s: number %d after %d); its %d socket(s) catch up",
+                gap.lost,
+                group,
+                gap.publisher,
+                gap.number,
+                gap.after,
+                len(members),
+            )
             for member in members:
                 try:
-                    member.resync(since)
+                    member.resync(gap.since)
                 except Exception:  # one socket's fault must not starve the others
                     log.exception("live hub: a socket's catch-up failed to start")
             return
@@ -130,37 +138,6 @@ class Hub:
             except Exception:  # one socket's fault must not starve the others
                 log.exception("live hub: handing a message to a socket failed")
         self.delivered += 1
-
-    def _in_order(self, message: dict[str, Any], group: str) -> bool:
-        """False when messages before this one never arrived (a full channel drops silently; the
-        layer can lose one): then every socket of the group catches up on what changed since the
-        last message from the same publisher that came in order (its change was committed before
-        the lost one was published), MARGIN before that for transactions under way; the same
-        `since` for all, so that they share one query (pages.tasks_changed_since)."""
-        seq = message.get("seq")
-        if not isinstance(seq, int):
-            return True
-        key = (str(message.get("src", "")), group)
-        last = self.last_seq.get(key)
-        self.last_seq[key] = seq
-        now = time.monotonic()
-        in_step_at = self.in_step_at.get(key, self.started)
-        self.in_step_at[key] = now
-        if last is None or seq == last + 1:
-            return True
-        log.warning(
-            "live: %d message(s) to group %s were dropped before reaching this process (publisher %s: "
-            "number %d after %d); its %d socket(s) catch up",
-            max(seq - last - 1, 1),
-            group,
-            key[0],
-            seq,
-            last,
-            len(self.members.get(group, ())),
-        )
-        redislayer.count("resync_gap")  # mcp_live_resyncs_total{reason="gap"} in /metrics
-        self.gap_since = datetime.now(UTC) - MARGIN - timedelta(seconds=now - in_step_at)
-        return False
 
     def _lost(self) -> None:
         lost = {member for members in self.members.values() for member in members}
