@@ -82,7 +82,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if inbox_badge.GROUP not in self.groups:  # inbox: the nav badge on every page
             self.groups.append(inbox_badge.GROUP)
         for group in self.groups:
-            if group in hub.SHARED:  # one subscription per process (tasksapp/live/hub.py)
+            if hub.handles(group):  # one subscription per process (tasksapp/live/hub.py)
                 await hub.hub().join(group, self)
             else:
                 await self.channel_layer.group_add(group, self.channel_name)
@@ -108,7 +108,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if hasattr(self, "groups"):
             await hub.hub().leave(self)
         for group in getattr(self, "groups", []):
-            if group not in hub.SHARED:
+            if not hub.handles(group):
                 await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -211,19 +211,15 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             try:
                 # All at once, so that the renders of one flush (and of every socket flushing on
                 # the same tick) join one batch (tasksapp/live/fanout.py); in order.
-                found = await asyncio.gather(*(self._fragments(item, at) for item, at in due.items()))
-                for part in found:
-                    fragments += part
+                badge = due.pop(inbox_badge.BADGE, None)  # inbox: the nav badge on every page
+                if badge is not None:
+                    fragments.append(await inbox_badge.fragment(badge))
+                fragments += await self.view.fragments_many(due)
             except Exception:  # the loop boundary of one socket: the page reloads what it missed
                 log.exception("live: rendering %s for a %s page failed", list(due), type(self.view).__name__)
                 fragments.append((pages.RELOAD_REGION, frames.reload_hint([pages.RELOAD_REGION])))
             for frame in frames.pack(fragments):
                 await self.send(text_data=frame)
-
-    async def _fragments(self, item: pages.Item, noticed: float) -> list[pages.Fragment]:
-        if item == inbox_badge.BADGE:  # inbox: the nav badge on every page
-            return [await inbox_badge.fragment(noticed)]
-        return await self.view.fragments(item, noticed)
 
     async def _catch_up(self, since: datetime) -> None:
         items = await database_sync_to_async(self.view.catch_up)(since)

@@ -16,8 +16,9 @@ fan-out work); bench/fanout.py's `unbatched` mode does that, to compare.
 
 import asyncio
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from tasksapp.connections import database_sync_to_async
@@ -29,28 +30,34 @@ PRUNE_ABOVE = 4096
 
 @dataclass
 class _Batch:
-    items: dict[Hashable, "asyncio.Future[Any]"] = field(default_factory=dict)
+    items: set[Hashable] = field(default_factory=set)
+    # One future for the whole batch (its results by item): a socket awaits the one or two batches
+    # its rows are in, not a future per row (per-row futures, tasks and shields were most of a
+    # loaded process's event loop: 700,000 a minute at 200 list tabs, bench/fanout.py --profile).
+    result: "asyncio.Future[dict[Any, Any]]" = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
 
 
 @dataclass
 class _Done:
     started: float
-    result: "asyncio.Future[Any]"
+    result: "asyncio.Future[dict[Any, Any]]"
 
 
 _pending: dict[Hashable, _Batch] = {}  # (kind, audience) -> the batch not started yet
 _done: dict[tuple[Hashable, Hashable], _Done] = {}  # ((kind, audience), item) -> its latest render
 _running: set["asyncio.Future[None]"] = set()
-counts = {"batches": 0, "items": 0, "shared": 0}  # for benchmarks and tests
+counts = {"batches": 0, "items": 0, "shared": 0, "waits": 0}  # for benchmarks and tests
 
 
 BATCHING = True
 
 
-async def _render(group: Hashable, item: Hashable, not_before: float) -> Any:
-    """The group's renderer's result for `item`, run for every item of `group` (a kind and an
-    audience) asked in this turn of the event loop, in one database step; or the result of a
-    batch that started at or after `not_before` (time.monotonic())."""
+def _future_for(group: Hashable, item: Hashable, not_before: float) -> "asyncio.Future[dict[Any, Any]]":
+    """The batch whose results will hold `item` for the group's renderer (a kind and an audience):
+    a batch that started at or after `not_before` (time.monotonic()), or the one starting on the
+    next turn of the event loop, which every item asked for in this turn joins."""
     done = _done.get((group, item))
     if (
         done is not None
@@ -58,22 +65,20 @@ async def _render(group: Hashable, item: Hashable, not_before: float) -> Any:
         and not (done.result.done() and done.result.exception())
     ):
         counts["shared"] += 1
-        return await asyncio.shield(done.result)
+        return done.result
     batch = _pending.get(group)
     if batch is None:
         batch = _pending[group] = _Batch()
         asyncio.get_running_loop().call_soon(_start, group)
-    future = batch.items.get(item)
-    if future is None:
-        future = batch.items[item] = asyncio.get_running_loop().create_future()
-    return await asyncio.shield(future)
+    batch.items.add(item)
+    return batch.result
 
 
 def _start(group: Hashable) -> None:
     batch = _pending.pop(group)
     started = time.monotonic()
-    for item, future in batch.items.items():
-        _done[(group, item)] = _Done(started, future)
+    for item in batch.items:
+        _done[(group, item)] = _Done(started, batch.result)
     counts["batches"] += 1
     counts["items"] += len(batch.items)
     shared.counts["renders"] += len(batch.items)
@@ -86,18 +91,18 @@ def _start(group: Hashable) -> None:
 _renderers: dict[Hashable, Callable[[list[Any]], dict[Any, Any]]] = {}
 
 
-async def _run(batch: _Batch, render_many: Callable[[list[Any]], dict[Any, Any]]) -> None:
-    items = list(batch.items)
+async def _run(batch: _Batch, renderer: Callable[[list[Any]], dict[Any, Any]]) -> None:
     try:
-        results = await database_sync_to_async(render_many)(items)
+        results = await database_sync_to_async(renderer)(list(batch.items))
     except Exception as exc:  # every socket waiting on this batch hears of it (and reloads)
-        for future in batch.items.values():
-            if not future.done():
-                future.set_exception(exc)
+        batch.result.set_exception(exc)
+        batch.result.exception()  # retrieved: a batch nobody awaits any more is not "never retrieved"
         return
-    for item, future in batch.items.items():
-        if not future.done():
-            future.set_result(results.get(item))
+    batch.result.set_result(results)
+
+
+def _one(renderer: Callable[[list[Any]], dict[Any, Any]], item: Hashable) -> Any:
+    return renderer([item]).get(item)
 
 
 def _prune(now: float) -> None:
@@ -107,14 +112,36 @@ def _prune(now: float) -> None:
         del _done[key]
 
 
+async def render_many(
+    group: Hashable,
+    items: Sequence[tuple[Hashable, float]],
+    renderer: Callable[[list[Any]], dict[Any, Any]],
+) -> dict[Any, Any]:
+    """The renderer's result for each (item, not_before), None for an item it did not return:
+    batched (one await per batch the items are in), or one render per item (through
+    shared.render) when batching is off."""
+    if not BATCHING:
+        one = {item: partial(_one, renderer, item) for item, _ in items}
+        return {item: await shared.render((group, item), at, one[item]) for item, at in items}
+    _renderers[group] = renderer
+    futures: dict[asyncio.Future[dict[Any, Any]], list[Hashable]] = {}
+    for item, not_before in items:
+        futures.setdefault(_future_for(group, item, not_before), []).append(item)
+    found: dict[Any, Any] = {}
+    counts["waits"] += len(futures)
+    for future, wanted in futures.items():
+        # Shielded: a socket closing mid-render must not cancel the render the others wait for.
+        results = await asyncio.shield(future)
+        for item in wanted:
+            found[item] = results.get(item)
+    return found
+
+
 async def render_in_batch(
     group: Hashable,
     item: Hashable,
     not_before: float,
-    render_many: Callable[[list[Any]], dict[Any, Any]],
+    renderer: Callable[[list[Any]], dict[Any, Any]],
 ) -> Any:
-    """The entry point: batched, or one render per item (through shared.render) when batching is off."""
-    if not BATCHING:
-        return await shared.render((group, item), not_before, lambda: render_many([item]).get(item))
-    _renderers[group] = render_many
-    return await _render(group, item, not_before)
+    """One item: render_many for a list of one."""
+    return (await render_many(group, [(item, not_before)], renderer)).get(item)

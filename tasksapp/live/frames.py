@@ -30,7 +30,7 @@ def pack(fragments: list[tuple[str, str]]) -> list[str]:
     size = 0
     too_big: list[str] = []
     for element_id, html in fragments:
-        length = len(html.encode())
+        length = len(html) if html.isascii() else len(html.encode())  # no copy for the usual case
         if length > limit:
             too_big.append(element_id)
             continue

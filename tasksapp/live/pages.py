@@ -4,6 +4,7 @@ shared) and carry no per-user data: no CSRF token (app.js adds the page's own to
 is submitted), no user name. Table rows travel inside <template>, which parses them anywhere.
 """
 
+import asyncio
 import hashlib
 import time
 from dataclasses import dataclass
@@ -97,6 +98,12 @@ class LivePage:
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
         raise NotImplementedError
+
+    async def fragments_many(self, due: dict[Item, float]) -> list[Fragment]:
+        """The fragments for every item of one flush (item -> when this socket learnt of it), in
+        order; rendered all at once, so that every socket flushing on the same tick shares them."""
+        found = await asyncio.gather(*(self.fragments(item, at) for item, at in due.items()))
+        return [fragment for part in found for fragment in part]
 
 
 @dataclass(frozen=True)
@@ -281,26 +288,23 @@ class ListPage(LivePage):
         return [("task", pk) for pk in changed] + [("server", pk) for pk in servers]
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
-        kind, pk = item
-        if kind == "server":
-            return await self._stale_mark(pk, not_before)
-        if kind != "task":
-            return []
-        # Rendered in batches: every row that sockets of this audience need in this turn, in one
-        # database step (tasksapp/live/fanout.py).
-        row = await fanout.render_in_batch(("row", self.roles), pk, not_before, self._render_rows)
-        if row is None:
-            return []
-        created, replace, plain = row
-        element_id = f"task-row-{pk}"
-        if not (self.fresh and created >= self.page_since):
-            return [(element_id, f"<template>{replace}</template>")]
-        insert = (
-            f'<template><tr id="{element_id}" hx-swap-oob="delete"></tr></template>'
-            '<template><tr id="task-rows-empty" hx-swap-oob="delete"></tr></template>'
-            f'<template><tbody hx-swap-oob="afterbegin:#task-rows">{plain}</tbody></template>'
-        )
-        return [(element_id, insert)]
+        return await self.fragments_many({item: not_before})
+
+    async def fragments_many(self, due: dict[Item, float]) -> list[Fragment]:
+        # Rows in batches: every row that sockets of this audience need in this turn, in one
+        # database step (tasksapp/live/fanout.py), and one await for all of this flush's rows.
+        asked = [(pk, at) for (kind, pk), at in due.items() if kind == "task"]
+        rows = await fanout.render_many(("row", self.roles), asked, self._render_rows)
+        fragments: list[Fragment] = []
+        for (kind, pk), at in due.items():
+            if kind == "server":
+                fragments += await self._stale_mark(pk, at)
+            elif kind == "task" and (row := rows.get(pk)) is not None:
+                created, replace, insert = row
+                # Rows started after the page was rendered are added at the top of a fresh page.
+                fresh = self.fresh and created >= self.page_since
+                fragments.append((f"task-row-{pk}", insert if fresh else replace))
+        return fragments
 
     async def _stale_mark(self, pk: int, not_before: float) -> list[Fragment]:
         """The server's stale mark into every row of that server on the page (htmx swaps an
@@ -320,19 +324,21 @@ class ListPage(LivePage):
             return None
         return render_to_string("tasksapp/task_list.html#stale-flag", {"server": found}).strip()
 
-    def _render(self, pk: int) -> tuple[datetime, str, str] | None:
-        return self._render_rows([pk]).get(pk)
-
     def _render_rows(self, pks: list[int]) -> dict[int, tuple[datetime, str, str]]:
-        """(created, row to replace, row to insert) of each task that exists, in one query."""
+        """(created, the fragment replacing the row, the fragment adding it at the top) of each
+        task that exists, in one query: built once for all the sockets that send it."""
         template = "tasksapp/task_list.html#task-row"
         rows: dict[int, tuple[datetime, str, str]] = {}
         for task in RemoteTask.objects.for_list().filter(pk__in=pks):
             context = {"task": task, **self.flags}
+            replace = render_to_string(template, {**context, "oob": True})
+            plain = render_to_string(template, {**context, "oob": False})
             rows[task.pk] = (
                 task.created_at,
-                render_to_string(template, {**context, "oob": True}),
-                render_to_string(template, {**context, "oob": False}),
+                f"<template>{replace}</template>",
+                f'<template><tr id="task-row-{task.pk}" hx-swap-oob="delete"></tr></template>'
+                '<template><tr id="task-rows-empty" hx-swap-oob="delete"></tr></template>'
+                f'<template><tbody hx-swap-oob="afterbegin:#task-rows">{plain}</tbody></template>',
             )
         return rows
 
