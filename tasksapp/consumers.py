@@ -82,7 +82,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if inbox_badge.GROUP not in self.groups:  # inbox: the nav badge on every page
             self.groups.append(inbox_badge.GROUP)
         for group in self.groups:
-            if hub.handles(group):  # one subscription per process (tasksapp/live/hub.py)
+            if group in hub.SHARED:  # one subscription per process (tasksapp/live/hub.py)
                 await hub.hub().join(group, self)
             else:
                 await self.channel_layer.group_add(group, self.channel_name)
@@ -108,7 +108,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         if hasattr(self, "groups"):
             await hub.hub().leave(self)
         for group in getattr(self, "groups", []):
-            if not hub.handles(group):
+            if group not in hub.SHARED:
                 await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -144,7 +144,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
                 self._queue(inbox_badge.BADGE)
                 if not isinstance(self.view, pages.InboxPage):
                     return
-            self._queue(("task", int(event["id"])))
+            item = ("task", int(event["id"]))
+            if self.view.wants(item):
+                self._queue(item)
 
     def _server_changed(self, event: dict[str, Any]) -> None:
         if self._in_order(event):

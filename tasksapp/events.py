@@ -33,10 +33,6 @@ _sequence: defaultdict[str, int] = defaultdict(int)
 _sequence_lock = threading.Lock()
 
 
-def task_group(task_id: int) -> str:
-    return f"task-{task_id}"
-
-
 def session_group(session_key: str) -> str:
     """The sockets opened with one login session (the key itself never leaves the process)."""
     return "session-" + hashlib.sha256(session_key.encode()).hexdigest()[:32]
@@ -49,8 +45,8 @@ def user_group(user_id: Any) -> str:
 def publish_task_changed(task_id: int, *, inbox: bool = False) -> None:
     """After the current transaction commits, tell every page showing this task to re-read it."""
     message = {"type": "task.changed", "id": task_id}
-    # The task's own page first: the aggregate pages are slower to render and can wait.
-    groups = [task_group(task_id), *([INBOX] if inbox else []), TASKS]
+    # A task's own page listens to TASKS too, and keeps its task's changes (tasksapp/live/pages.py).
+    groups = [*([INBOX] if inbox else []), TASKS]
     transaction.on_commit(lambda: _send(groups, message))
 
 

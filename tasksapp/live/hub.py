@@ -9,9 +9,8 @@ and every drop made a socket catch up on everything (bench/fanout.py: 13,470 dro
 Here a process joins each shared group once, on a channel of its own, and hands each message to
 its local sockets in memory: one message per process per change, whatever the number of tabs.
 A socket only queues what changed (the consumers' flush and the shared, batched renders do the
-rest), so handing over is cheap. A task's group goes through the hub too (several tabs often show
-one busy task), joined with its first page and left with its last; per-session and per-user groups
-carry rare messages and stay per socket.
+rest), so handing over is cheap. Per-task, per-session and per-user groups have few members and
+stay per socket.
 
 The hub starts with its first socket and stops (leaving its groups) with its last. channels_redis
 keeps all of a process's local channels (the sockets' and the hub's) in one Redis list:
@@ -39,12 +38,6 @@ log = logging.getLogger(__name__)
 
 SHARED = frozenset({events.TASKS, events.INBOX, events.SERVERS})  # the groups every page may share
 REFRESH_SECONDS = 3600.0
-
-
-def handles(group: str) -> bool:
-    """The shared groups, and each task's group: a busy task's page is often open in several tabs
-    (each its own message through Redis before: five tabs on a task, five messages per change)."""
-    return group in SHARED or group.startswith("task-")
 
 
 class Member(Protocol):
@@ -87,34 +80,18 @@ class Hub:
 
     async def leave(self, member: Member) -> None:
         async with self.lock:
-            emptied = []
-            for group, members in self.members.items():
-                if member in members:
-                    members.discard(member)
-                    if not members:
-                        emptied.append(group)
-            for group in emptied:
-                del self.members[group]
-            if self.members or self.running is None:
-                # A task's group nobody here watches any more is left at once (the shared ones
-                # stay while the process has a page): its messages would only be thrown away.
-                for group in emptied:
-                    if group not in SHARED and group in self.joined:
-                        self.joined.discard(group)
-                        self.numbering.forget(group)
-                        await self._discard(group)
+            for members in self.members.values():
+                members.discard(member)
+            if any(self.members.values()) or self.running is None:
                 return
             running, self.running = self.running, None
             running.cancel()
             for group in self.joined:
-                await self._discard(group)
+                try:
+                    await self.layer.group_discard(group, self.channel)
+                except Exception:  # a layer that is down forgets the membership anyway (expiry)
+                    log.warning("live hub: could not leave group %s", group, exc_info=True)
             self.joined = set()
-
-    async def _discard(self, group: str) -> None:
-        try:
-            await self.layer.group_discard(group, self.channel)
-        except Exception:  # a layer that is down forgets the membership anyway (expiry)
-            log.warning("live hub: could not leave group %s", group, exc_info=True)
 
     async def _run(self, channel: str) -> None:
         refresh = asyncio.create_task(self._refresh(channel))

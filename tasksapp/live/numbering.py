@@ -30,12 +30,6 @@ class Numbering:
         self.in_step_at: dict[tuple[str, str], float] = {}  # when its last message in order came
         self.started = time.monotonic()
 
-    def forget(self, group: str) -> None:
-        """The receiver left `group`: numbers seen before it joins again are no evidence of loss."""
-        for key in [key for key in self.last if key[1] == group]:
-            del self.last[key]
-            self.in_step_at.pop(key, None)
-
     def gap(self, message: dict[str, Any], group: str) -> Gap | None:
         """None when `message` follows the last one of its publisher and group (or is the first, or
         unnumbered). Otherwise the gap, counted in /metrics (mcp_live_resyncs_total{reason="gap"}),

@@ -92,6 +92,10 @@ class LivePage:
     def groups(self) -> list[str]:
         raise NotImplementedError
 
+    def wants(self, item: Item) -> bool:
+        """Whether a change to `item` (from one of the page's groups) concerns this page."""
+        return True
+
     def catch_up(self, since: datetime) -> list[Item] | None:
         """Items changed since `since` (sync, database); None when too many: reload the region."""
         raise NotImplementedError
@@ -137,7 +141,13 @@ class TaskPage(LivePage):
         self.older = ""
 
     def groups(self) -> list[str]:
-        return [events.task_group(self.pk)]
+        # Every task change, through the process's one subscription (tasksapp/live/hub.py), of
+        # which the page keeps its task's: a group per task cost a channel-layer message per tab
+        # and per change, and Redis round trips were a quarter of a loaded Daphne's event loop.
+        return [events.TASKS]
+
+    def wants(self, item: Item) -> bool:
+        return item == ("task", self.pk)
 
     def catch_up(self, since: datetime) -> list[Item] | None:
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
