@@ -216,6 +216,9 @@ def _write_kind(sql: str) -> str | None:
             return "UPDATE tasksapp_remotetask (claim/release lease)"
         if assignments.startswith('"lease_until"') and assignments.count(" = ") == 1:
             return "UPDATE tasksapp_remotetask (renew lease)"
+        if assignments.startswith('"last_confirmed_at"') and assignments.count(" = ") == 1:
+            # store.confirm: "last confirmed" for the polled tasks, in bulk once a heartbeat (issue 8)
+            return "UPDATE tasksapp_remotetask (confirmed, per beat)"
         return "UPDATE tasksapp_remotetask (mirror)"
     return f"{verb} {table}"
 

@@ -168,6 +168,18 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+class ReadBody(httpx.AsyncByteStream):
+    """A body a transport has read already (small, of known length; tasksapp/mcpclient/transport.py):
+    `body` is all of it, and McpClient takes it as is instead of streaming it."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self.body:
+            yield self.body
+
+
 @dataclass(frozen=True, slots=True)
 class _Head:
     """The response headers this client reads, found in one pass (httpx's lookups scan each time)."""

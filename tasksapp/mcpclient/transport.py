@@ -23,6 +23,7 @@ import httpx
 import yarl
 
 from tasksapp.mcpclient.errors import InvalidResponse
+from tasksapp.mcpclient.reading import ReadBody
 
 CHUNK = 64 * 1024
 ACCEPT_ENCODING = "gzip, deflate"  # what _Inflater reads; aiohttp would add br if brotli were installed
@@ -88,7 +89,9 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             response = await self._client().request(
                 request.method,
                 self._yarl(request.url),
-                headers=request.headers,
+                # Decoded from the raw pairs: handed httpx.Headers, aiohttp reads them through its
+                # items(), which decodes every header twice and rechecks the encoding per header.
+                headers=[(key.decode("latin-1"), val.decode("latin-1")) for key, val in request.headers.raw],
                 data=request.content or None,
                 allow_redirects=False,
                 timeout=self._timeout(request),
@@ -99,6 +102,16 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             raise httpx.ConnectTimeout(str(exc) or "timed out connecting") from exc
         encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding in ("", "identity"):
+            length = response.content_length
+            if length is not None and length <= CHUNK:
+                # A small answer of known length (every tasks/get): read here, in one step, and
+                # handed over whole: the caller skips httpx's chain of stream wrappers per poll.
+                return httpx.Response(
+                    status_code=response.status,
+                    headers=response.raw_headers,
+                    stream=ReadBody(await _read_small(response)),
+                    request=request,
+                )
             return httpx.Response(
                 status_code=response.status,
                 headers=response.raw_headers,
@@ -173,6 +186,17 @@ class _Inflater:
                     return
         except zlib.error as exc:
             raise InvalidResponse(f"the compressed response body is corrupt ({exc})") from None
+
+
+async def _read_small(response: aiohttp.ClientResponse) -> bytes:
+    try:
+        return await response.read()
+    except aiohttp.ClientError as exc:
+        raise _mapped(exc, connecting=False) from exc
+    except TimeoutError as exc:
+        raise httpx.ReadTimeout(str(exc) or "timed out reading") from exc
+    finally:
+        response.release()
 
 
 class _Body(httpx.AsyncByteStream):

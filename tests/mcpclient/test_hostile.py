@@ -1064,6 +1064,26 @@ async def test_listen_refusal_cut_mid_body_is_a_typed_error() -> None:
         await raises(TransportError, drain(client.listen([TASK_ID]), []))
 
 
+@pytest.mark.parametrize("then", ["close", "stall"])
+async def test_a_small_answer_cut_or_stalled_mid_body_is_a_transport_error(then: str) -> None:
+    """The default transport reads a small answer of known length whole before handing it over
+    (every tasks/get): a body cut short or stalled is still a transport error with the outcome
+    unknown, never an empty or invalid answer."""
+
+    async def script(message: Message, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            b'{"jsonrpc":"2.0"'
+        )
+        await writer.drain()
+        if then == "stall":
+            await asyncio.Event().wait()
+
+    async with RawServer(script) as server, McpClient(server.url, timeouts=FAST) as client:
+        exc = await raises(TransportError, client.get_task(TASK_ID))
+    assert "the outcome is unknown" in str(exc)
+
+
 async def test_a_task_frame_before_the_ack_is_an_invalid_response() -> None:
     events, exc = await listen(sse_script(pushed(), ack(), end="hang"))
     assert events == []
