@@ -106,6 +106,9 @@ class LivePage:
     async def fragments_many(self, due: dict[Item, float]) -> list[Fragment]:
         """The fragments for every item of one flush (item -> when this socket learnt of it), in
         order; rendered all at once, so that every socket flushing on the same tick shares them."""
+        if len(due) == 1:  # a task's page: its one task (no task to gather it in)
+            ((item, at),) = due.items()
+            return await self.fragments(item, at)
         found = await asyncio.gather(*(self.fragments(item, at) for item, at in due.items()))
         return [fragment for part in found for fragment in part]
 
@@ -117,6 +120,9 @@ class Timeline:
     section: str  # the whole section, out-of-band
     older: str  # the "N older events not shown · show older" line, out-of-band
     entries: tuple[tuple[int, str, str], ...]  # (event id, entry, the entry out-of-band), oldest first
+    # Digests, computed once with the render for every socket that compares against it:
+    older_digest: str = ""
+    digests: tuple[tuple[int, str], ...] = ()  # (event id, digest of the entry out-of-band)
 
 
 def digest(html: str) -> str:
@@ -156,15 +162,14 @@ class TaskPage(LivePage):
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
         if item != ("task", self.pk):
             return []
-        rendered: tuple[list[Fragment], Timeline] | None = await shared.render(
+        rendered: tuple[list[tuple[str, str, str]], Timeline] | None = await shared.render(
             ("task", self.pk, self.roles, self.show), not_before, self._render
         )
         if rendered is None:
             return []
         sections, timeline = rendered
         changed = []
-        for element_id, html in sections:
-            hashed = digest(html)
+        for element_id, html, hashed in sections:
             if self.sent.get(element_id) != hashed:
                 self.sent[element_id] = hashed
                 changed.append((element_id, html))
@@ -178,8 +183,8 @@ class TaskPage(LivePage):
         """What turns the timeline this socket last sent into `timeline`: removed entries deleted,
         changed ones replaced, new ones added at the end; the whole section when the order moved
         (a "trimmed" summary entering the page) or nothing was sent yet."""
-        new = [(pk, digest(oob)) for pk, _, oob in timeline.entries]
-        older = digest(timeline.older)
+        new = list(timeline.digests)
+        older = timeline.older_digest
         old, self.entries, last_older, self.older = self.entries, new, self.older, older
         if old is None:
             return timeline.section
@@ -193,7 +198,8 @@ class TaskPage(LivePage):
         parts = [f'<li id="event-{pk}" hx-swap-oob="delete"></li>' for pk, _ in old if pk not in new_ids]
         if older != last_older:
             parts.append(timeline.older)
-        parts += [oob for pk, _, oob in timeline.entries if pk in was and was[pk] != digest(oob)]
+        hashed = dict(new)
+        parts += [oob for pk, _, oob in timeline.entries if pk in was and was[pk] != hashed[pk]]
         if added:
             plain = [(pk, html) for pk, html, _ in timeline.entries if pk not in old_ids]
             # Deleted first: a page that reloaded its timeline (a reload hint) may have one already.
@@ -203,7 +209,9 @@ class TaskPage(LivePage):
             )
         return "".join(parts)
 
-    def _render(self) -> tuple[list[Fragment], Timeline] | None:
+    def _render(self) -> tuple[list[tuple[str, str, str]], Timeline] | None:
+        """(element id, html, its digest) of each section, and the timeline: rendered and hashed
+        once for every socket of the audience."""
         task = RemoteTask.objects.for_detail().filter(pk=self.pk).first()
         if task is None:
             return None
@@ -215,10 +223,11 @@ class TaskPage(LivePage):
         }
         template = "tasksapp/task_detail.html"
         timeline_events = cast(list[TaskEvent], context["events"])
-        sections: list[Fragment] = [
-            (name, render_to_string(f"{template}#{name}", context))
+        sections: list[tuple[str, str, str]] = [
+            (name, html, digest(html))
             for name in TASK_SECTIONS
             if name != "task-timeline"
+            for html in (render_to_string(f"{template}#{name}", context),)
         ]
         entries = tuple((event.pk, *timeline_entry(template, event)) for event in timeline_events)
         timeline = Timeline(
@@ -226,8 +235,10 @@ class TaskPage(LivePage):
             section=render_to_string(
                 f"{template}#task-timeline", {**context, "entries_html": [plain for _, plain, _ in entries]}
             ),
-            older=render_to_string(f"{template}#timeline-older", {**context, "older_oob": True}),
+            older=(older := render_to_string(f"{template}#timeline-older", {**context, "older_oob": True})),
             entries=entries,
+            older_digest=digest(older),
+            digests=tuple((pk, digest(oob)) for pk, _, oob in entries),
         )
         return sections, timeline
 
