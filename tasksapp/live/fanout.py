@@ -135,13 +135,3 @@ async def render_many(
         for item in wanted:
             found[item] = results.get(item)
     return found
-
-
-async def render_in_batch(
-    group: Hashable,
-    item: Hashable,
-    not_before: float,
-    renderer: Callable[[list[Any]], dict[Any, Any]],
-) -> Any:
-    """One item: render_many for a list of one."""
-    return (await render_many(group, [(item, not_before)], renderer)).get(item)

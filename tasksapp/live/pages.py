@@ -9,6 +9,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any, cast
 
 from django.conf import settings
@@ -120,9 +121,16 @@ class Timeline:
     section: str  # the whole section, out-of-band
     older: str  # the "N older events not shown · show older" line, out-of-band
     entries: tuple[tuple[int, str, str], ...]  # (event id, entry, the entry out-of-band), oldest first
-    # Digests, computed once with the render for every socket that compares against it:
-    older_digest: str = ""
-    digests: tuple[tuple[int, str], ...] = ()  # (event id, digest of the entry out-of-band)
+
+    # Hashed once for every socket that compares against this render (it is shared), not per socket.
+    @cached_property
+    def older_digest(self) -> str:
+        return digest(self.older)
+
+    @cached_property
+    def digests(self) -> tuple[tuple[int, str], ...]:
+        """(event id, digest of the entry out-of-band), oldest first."""
+        return tuple((pk, digest(oob)) for pk, _, oob in self.entries)
 
 
 def digest(html: str) -> str:
@@ -160,7 +168,7 @@ class TaskPage(LivePage):
         return [("task", self.pk)] if changed is None or self.pk in changed else []
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
-        if item != ("task", self.pk):
+        if not self.wants(item):
             return []
         rendered: tuple[list[tuple[str, str, str]], Timeline] | None = await shared.render(
             ("task", self.pk, self.roles, self.show), not_before, self._render
@@ -235,10 +243,8 @@ class TaskPage(LivePage):
             section=render_to_string(
                 f"{template}#task-timeline", {**context, "entries_html": [plain for _, plain, _ in entries]}
             ),
-            older=(older := render_to_string(f"{template}#timeline-older", {**context, "older_oob": True})),
+            older=render_to_string(f"{template}#timeline-older", {**context, "older_oob": True}),
             entries=entries,
-            older_digest=digest(older),
-            digests=tuple((pk, digest(oob)) for pk, _, oob in entries),
         )
         return sections, timeline
 
