@@ -352,13 +352,25 @@ def test_the_worker_waits_as_long_as_retry_after_asks(transactional_db: None) ->
             return hostile.raw_reply(
                 b"busy", status=503, content_type="text/plain", headers={"Retry-After": "3"}
             )
-        answer = {"resultType": "complete", **hostile.task(createdAt=timezone.now().isoformat())}
+        answer = {
+            "resultType": "complete",
+            **hostile.task(
+                status="completed", result={"content": []}, createdAt=timezone.now().isoformat()
+            ),
+        }
         return hostile.json_reply(hostile.response(message, answer))
 
     server = scripted({"tasks/get": busy_once}, pollIntervalMs=200)
     try:
         task = started_on(server)
-        run_worker_until(lambda: len(polls) >= 2, timeout=15, listen=False)
+        # Stop on what the product recorded (the task completed, the server healthy again), not on
+        # what the server saw: the second poll arrives before the worker writes its recovery.
+        run_worker_until(
+            lambda: RemoteTask.objects.get(pk=task.pk).status == "completed"
+            and McpServer.objects.get(pk=task.server_id).consecutive_failures == 0,
+            timeout=15,
+            listen=False,
+        )
     finally:
         server.close()
     (refused_at, refused), (next_at, _) = polls[:2]
