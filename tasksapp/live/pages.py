@@ -62,13 +62,33 @@ def tasks_changed_since(since: datetime, limit: int) -> list[int] | None:
 
 
 def _changed_since(since: datetime, limit: int) -> list[int] | None:
-    ids: set[int] = set(
-        TaskEvent.objects.filter(observed_at__gte=since).values_list("task_id", flat=True)[: limit + 1]
+    """Every task changed at or after `since`, or None when more than `limit` tasks did.
+
+    Counted in distinct tasks, not in rows: a few chatty tasks can make thousands of events, and
+    cutting those rows at the limit dropped the quiet tasks' changes without saying so."""
+    ids: set[int] = set()
+    sources = (
+        TaskEvent.objects.filter(observed_at__gte=since).values_list("task_id", flat=True),
+        RemoteTask.objects.filter(created_at__gte=since).values_list("id", flat=True),
+        InputRequest.objects.filter(
+            Q(first_seen_at__gte=since) | Q(answered_at__gte=since) | Q(closed_at__gte=since)
+        ).values_list("task_id", flat=True),
     )
-    ids.update(RemoteTask.objects.filter(created_at__gte=since).values_list("id", flat=True)[: limit + 1])
-    moved = Q(first_seen_at__gte=since) | Q(answered_at__gte=since) | Q(closed_at__gte=since)
-    ids.update(InputRequest.objects.filter(moved).values_list("task_id", flat=True)[: limit + 1])
-    return None if len(ids) > limit else sorted(ids)
+    for rows in sources:
+        # Each source's distinct ids, at most limit + 1: one more than the limit is enough to know.
+        ids.update(rows.order_by().distinct()[: limit + 1])
+        if len(ids) > limit:
+            return None
+    return sorted(ids)
+
+
+SERVERS_CAUGHT_UP = 200  # servers a catch-up sends before it asks the page to reload instead
+
+
+def _at_most(ids: Any, limit: int) -> list[int] | None:
+    """The ids of a values_list query, or None when there are more than `limit`."""
+    found = list(ids[: limit + 1])
+    return None if len(found) > limit else found
 
 
 class _Request:
@@ -311,7 +331,9 @@ class ListPage(LivePage):
             | Q(last_success_at__gte=since)
             | Q(last_error_at__gte=since)
         )
-        servers = McpServer.objects.filter(health).values_list("id", flat=True)[:200]
+        servers = _at_most(McpServer.objects.filter(health).values_list("id", flat=True), SERVERS_CAUGHT_UP)
+        if servers is None:
+            return None
         return [("task", pk) for pk in changed] + [("server", pk) for pk in servers]
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
@@ -460,7 +482,8 @@ class ServersPage(LivePage):
         return [events.SERVERS]
 
     def catch_up(self, since: datetime) -> list[Item] | None:
-        return [("server", pk) for pk in McpServer.objects.values_list("id", flat=True)[:200]]
+        servers = _at_most(McpServer.objects.values_list("id", flat=True), SERVERS_CAUGHT_UP)
+        return None if servers is None else [("server", pk) for pk in servers]
 
     async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
         kind, pk = item
