@@ -6,13 +6,15 @@ CANCEL), like the per-task raw download. Cells that a spreadsheet would run as a
 """
 
 import csv
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
 
 from tasksapp import crypto
 from tasksapp.models import LARGE_SERVER_COLUMNS, OperatorAction, RemoteTask
@@ -91,12 +93,27 @@ def audit_rows(actions: QuerySet[OperatorAction]) -> Iterator[dict[str, Any]]:
 def streamed(
     rows: Iterable[dict[str, Any]], columns: list[str], fmt: str, filename: str
 ) -> StreamingHttpResponse:
-    """A download of `rows` in `fmt` ("csv" or "jsonl"), written as they are read."""
+    """A download of `rows` in `fmt` ("csv" or "jsonl"), written as they are read.
+
+    The first row is read before the response starts, so a query that fails is an ordinary error
+    page at once: once streaming has begun, a failure can only cut the download short."""
+    pending = iter(rows)
+    first = list(itertools.islice(pending, 1))
+    rows = itertools.chain(first, pending)
     body = _csv(rows, columns) if fmt == "csv" else _jsonl(rows)
     response = StreamingHttpResponse(body, content_type=FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+def bad_filters(keys: list[str], filters: dict[str, str]) -> HttpResponse:
+    """400 for an export whose id filters are not ids, naming each: nothing is exported or audited."""
+    named = ", ".join(f"{key}={filters[key][:40]!r}" for key in keys)
+    text = _("Not exported: %(filters)s is not an id. Remove the filter or pick a value from the list.")
+    return HttpResponse(
+        text % {"filters": named} + "\n", status=400, content_type="text/plain; charset=utf-8"
+    )
 
 
 def _jsonl(rows: Iterable[dict[str, Any]]) -> Iterator[str]:

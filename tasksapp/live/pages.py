@@ -22,8 +22,9 @@ from tasksapp import events
 from tasksapp.live import fanout, shared
 from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
 from tasksapp.permissions import roles_of
+from tasksapp.queryparams import parse_count, parse_id
 from tasksapp.views import inbox as inbox_view
-from tasksapp.views.present import TIMELINE_PAGE, input_view, task_context
+from tasksapp.views.present import SHOW_LIMIT, TIMELINE_PAGE, input_view, task_context
 
 Item = tuple[str, int]  # ("task", pk), ("server", pk), ("overview", 0)
 Fragment = tuple[str, str]  # (element id, html)
@@ -504,10 +505,8 @@ class ServersPage(LivePage):
 def page_for(
     page: str, params: dict[str, str], roles: tuple[tuple[str, bool], ...], since: datetime
 ) -> LivePage | None:
-    if page == "task" and params.get("task", "").isdigit():
-        show = params.get("show", "")
-        rows = int(show) if show.isdigit() and len(show) < 7 else 0
-        return TaskPage(roles, since, int(params["task"]), rows)
+    if page == "task" and (task := parse_id(params.get("task"))) is not None:
+        return TaskPage(roles, since, task, parse_count(params.get("show"), limit=SHOW_LIMIT))
     if page == "tasks":
         return ListPage(roles, since, fresh=params.get("fresh") == "1")
     if page == "inbox":

@@ -13,9 +13,11 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from tasksapp.models import RemoteTask, RemoteTaskQuerySet
+from tasksapp.queryparams import bad_ids, parse_id
 from tasksapp.search.query import matching
 
 FILTER_KEYS = ("status", "server", "tool", "q", "user", "from", "to")
+ID_FILTERS = ("server", "user")
 # sort key: (label, what ascending means, what descending means)
 SORT_CHOICES = {
     "created": (_("started"), _("oldest first"), _("newest first")),
@@ -68,15 +70,20 @@ def filters_from(params: Any) -> dict[str, str]:
     return {key: str(params.get(key, "")).strip()[:200] for key in FILTER_KEYS}
 
 
+def ignored(filters: dict[str, str]) -> list[str]:
+    """The id filters given a value that is not an id: filtered() leaves them out; pages say so."""
+    return bad_ids(filters, ID_FILTERS)
+
+
 def filtered(filters: dict[str, str], tasks: RemoteTaskQuerySet | None = None) -> RemoteTaskQuerySet:
     """The tasks the filters select; unknown or malformed values are ignored rather than refused."""
     tasks = RemoteTask.objects.for_list() if tasks is None else tasks
     if filters.get("status"):
         tasks = tasks.with_display_status(filters["status"])
-    if filters.get("server", "").isdigit():
-        tasks = tasks.filter(server_id=int(filters["server"]))
-    if filters.get("user", "").isdigit():
-        tasks = tasks.filter(started_by_id=int(filters["user"]))
+    if (server := parse_id(filters.get("server"))) is not None:
+        tasks = tasks.filter(server_id=server)
+    if (user := parse_id(filters.get("user"))) is not None:
+        tasks = tasks.filter(started_by_id=user)
     if filters.get("tool"):
         tasks = tasks.filter(tool_name__icontains=filters["tool"])
     if start := day_start(filters.get("from", "")):

@@ -19,6 +19,7 @@ from django.utils.translation import ngettext
 from tasksapp import services
 from tasksapp.models import RemoteTask
 from tasksapp.permissions import CANCEL, START, VIEW, can, refusal, require
+from tasksapp.queryparams import parse_id
 from tasksapp.views.common import page
 
 BULK_LIMIT = 100
@@ -27,7 +28,7 @@ _USED = "bulk_tasks_used"
 
 
 def _tasks(ids: list[str]) -> list[RemoteTask]:
-    numbers = sorted({int(value) for value in ids if value.isdigit() and len(value) < 12})[:BULK_LIMIT]
+    numbers = sorted({number for value in ids if (number := parse_id(value)) is not None})[:BULK_LIMIT]
     return list(RemoteTask.objects.filter(pk__in=numbers).select_related("server").order_by("-created_at"))
 
 

@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy
 from tasksapp import elicitation, services
 from tasksapp.models import LARGE_SERVER_COLUMNS, LARGE_TASK_COLUMNS, InputRequest, McpServer, PendingCall
 from tasksapp.permissions import ANSWER, START, VIEW, require
+from tasksapp.queryparams import bad_ids, parse_id
 from tasksapp.views.common import page, safe_next
 from tasksapp.views.present import InputView, content_blocks, input_view, pretty
 
@@ -58,10 +59,10 @@ MRTR_LIMIT = 50
 
 def inbox_filters(get: Any) -> dict[str, str]:
     """The list's filters from the query string, bounded: server (id), tool (exact name), kind."""
-    server = str(get.get("server", ""))[:12]
+    server = str(get.get("server", ""))
     kind = str(get.get("kind", ""))
     return {
-        "server": server if server.isdigit() else "",
+        "server": server if parse_id(server) is not None else "",
         "tool": str(get.get("tool", ""))[:200],
         "kind": kind if kind in dict(KINDS) else "",
     }
@@ -160,6 +161,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "page_obj": ranked,
         "filters": filters,
         "filtered": any(filters.values()),
+        "ignored": [(key, request.GET[key]) for key in bad_ids(request.GET, ["server"])],
         "kinds": KINDS,
         "servers": McpServer.objects.filter(archived=False).order_by("name").only("id", "name"),
         "query": urlencode({key: value for key, value in filters.items() if value}),

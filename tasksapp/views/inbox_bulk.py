@@ -20,6 +20,7 @@ from django.utils.translation import ngettext
 from tasksapp import elicitation, services
 from tasksapp.models import InputRequest
 from tasksapp.permissions import ANSWER, require
+from tasksapp.queryparams import parse_id
 from tasksapp.views.common import page, safe_next
 from tasksapp.views.inbox import _LARGE, FORM_MODE, _open
 
@@ -35,7 +36,7 @@ def schema_key(row: InputRequest) -> str:
 
 
 def _selected(ids: list[str]) -> list[InputRequest]:
-    numbers = sorted({int(value) for value in ids if value.isdigit() and len(value) < 12})[:BULK_LIMIT]
+    numbers = sorted({number for value in ids if (number := parse_id(value)) is not None})[:BULK_LIMIT]
     rows = _open().filter(FORM_MODE, pk__in=numbers)
     return list(rows.select_related("task__server").defer(*_LARGE))
 

@@ -43,11 +43,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 @require(VIEW)
-def task_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
-    """The filtered, sorted task list as a streamed download; task ids only for who may act on tasks."""
+def task_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
+    """The filtered, sorted task list as a streamed download; task ids only for who may act on tasks.
+    A filter that is not an id is a 400 naming it (a download has no page to say it was ignored)."""
     if fmt not in exports.FORMATS:
         raise Http404("Export as csv or jsonl.")
     filters = search.filters_from(request.GET)
+    if ignored := search.ignored(filters):
+        return exports.bad_filters(ignored, filters)
     sort = search.parse_sort(request.GET.get("sort", search.DEFAULT_SORT))
     tasks = search.ordered(search.filtered(filters), sort)
     with_ids = can(request.user, CANCEL)

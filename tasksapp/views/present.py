@@ -23,6 +23,7 @@ AUDIO_TYPES = {"audio/wav", "audio/x-wav", "audio/mpeg", "audio/ogg", "audio/web
 
 
 TIMELINE_PAGE = 50
+SHOW_LIMIT = 999_999  # the most timeline rows a page's ?show= may ask for (six digits)
 
 
 def task_context(task: RemoteTask, user: Any, *, show: int = TIMELINE_PAGE) -> dict[str, Any]:

@@ -11,8 +11,9 @@ from django.utils.translation import gettext_lazy
 from tasksapp import crypto, search, services
 from tasksapp.models import McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
+from tasksapp.queryparams import parse_count
 from tasksapp.views.common import page
-from tasksapp.views.present import task_context
+from tasksapp.views.present import SHOW_LIMIT, task_context
 
 PAGE_SIZE = 50
 STATUS_FILTERS = [
@@ -41,8 +42,9 @@ def task_list(request: HttpRequest) -> HttpResponse:
     sort = sorting.value
     ordered = search.ordered(search.filtered(filters), sorting)
     current = Paginator(ordered, PAGE_SIZE).get_page(request.GET.get("page"))
+    ignored = search.ignored(filters)
     query = request.GET.copy()
-    for key in ("page", "sort"):  # the links add their own: one of each, never piled up
+    for key in ("page", "sort", *ignored):  # the links add their own page and sort; never bad ids
         query.pop(key, None)
     earlier, later = PAGER_WORDS.get(sort, (gettext_lazy("previous"), gettext_lazy("next")))
     context = {
@@ -57,6 +59,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "query": query.urlencode(),
         "earlier": earlier,
         "later": later,
+        "ignored": [(key, filters[key]) for key in ignored],
     }
     fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
     live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}
@@ -78,7 +81,7 @@ def task_find(request: HttpRequest) -> HttpResponse:
 @require(VIEW)
 def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
     task = get_object_or_404(RemoteTask.objects.for_detail(), pk=pk)
-    show = _number(request.GET.get("show"))
+    show = parse_count(request.GET.get("show"), limit=SHOW_LIMIT)
     # The socket keeps the timeline as long as this page shows it ("show older": docs/live.md).
     live = {"page": "task", "task": str(task.pk), **({"show": str(show)} if show else {})}
     return page(
@@ -88,10 +91,6 @@ def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
         nav="tasks",
         live=live,
     )
-
-
-def _number(text: str | None) -> int:
-    return int(text) if text and text.isdigit() and len(text) < 7 else 0
 
 
 @require(CANCEL)

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect
 from tasksapp import services, toolforms
 from tasksapp.models import McpServer, RemoteTask
 from tasksapp.permissions import START, require
+from tasksapp.queryparams import parse_id
 from tasksapp.views.common import page
 from tasksapp.views.present import content_blocks, pretty
 
@@ -26,7 +27,7 @@ def tool_run(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
     initial = None
     if again := request.GET.get("again", ""):
-        previous = RemoteTask.objects.filter(pk=int(again) if again.isdigit() else 0, server=server).first()
+        previous = RemoteTask.objects.filter(pk=parse_id(again) or 0, server=server).first()
         initial = previous.arguments if previous else None
     form = toolforms.tool_form(
         schema, data=request.POST if request.method == "POST" else None, initial_arguments=initial
