@@ -7,6 +7,7 @@ fingerprint; see tasksapp.crypto.
 
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -88,6 +89,18 @@ class McpServer(models.Model):
     @headers.setter
     def headers(self, value: dict[str, str]) -> None:
         self.headers_encrypted = crypto.encrypt(json.dumps(value)) if value else ""
+
+    def stored_tool(self, name: str) -> dict[str, Any] | None:
+        """The tool of that name from the stored tools/list, as the server described it."""
+        for tool in self.tools:
+            if isinstance(tool, dict) and tool.get("name") == name:
+                return tool
+        return None
+
+    def stored_input_schema(self, name: str) -> dict[str, Any] | None:
+        """That tool's stored inputSchema (None when the tool or its schema is not stored)."""
+        schema = (self.stored_tool(name) or {}).get("inputSchema")
+        return schema if isinstance(schema, dict) else None
 
     @property
     def masked_headers(self) -> dict[str, str]:

@@ -121,6 +121,18 @@ def test_running_a_tool_handles_the_three_outcomes(demo_registered: McpServer) -
     assert "input needed before it can start" in page
 
 
+def test_a_tool_whose_arguments_travel_as_headers_runs_from_its_form(
+    demo_registered: McpServer, demo_server: RunningPeer
+) -> None:
+    operator = client_for("operator")
+    run = reverse("tasks:tool-run", args=[demo_registered.pk, "test_custom_headers"])
+    answered = operator.post(run, {"region": "eu-west", "priority": "4"})
+    assert answered.status_code == 200
+    assert "priority=4, region=&#x27;eu-west&#x27;" in answered.content.decode()
+    headers = demo_server.last_request("tools/call")["headers"]
+    assert (headers["mcp-param-region"], headers["mcp-param-priority"]) == ("eu-west", "4")
+
+
 def test_the_task_list_filters_and_searches_by_exact_task_id(task: RemoteTask) -> None:
     viewer = client_for("viewer")
     by_id = viewer.post(reverse("tasks:find"), {"task_id": task.remote_id})

@@ -5,6 +5,7 @@ Nothing here imports Django (a test enforces it); configuration comes in as argu
 
 from tasksapp.mcpclient.client import DEFAULT_CLIENT_INFO, McpClient, Timeouts, default_transport
 from tasksapp.mcpclient.errors import (
+    InvalidHeaderAnnotation,
     InvalidResponse,
     ListenUnsupported,
     McpError,
@@ -34,7 +35,14 @@ from tasksapp.mcpclient.types import (
     WorkingTask,
     parse_detailed_task,
 )
-from tasksapp.mcpclient.wire import ALL_INPUT_KINDS, PROTOCOL_VERSION, TASKS_EXTENSION, InputKinds
+from tasksapp.mcpclient.wire import (
+    ALL_INPUT_KINDS,
+    PROTOCOL_VERSION,
+    TASKS_EXTENSION,
+    InputKinds,
+    param_header_names,
+    param_headers,
+)
 
 __all__ = [
     "ALL_INPUT_KINDS",
@@ -52,6 +60,7 @@ __all__ = [
     "InputRequest",
     "InputRequired",
     "InputRequiredTask",
+    "InvalidHeaderAnnotation",
     "InvalidResponse",
     "ListenAck",
     "ListenEnded",
@@ -70,5 +79,7 @@ __all__ = [
     "TransportError",
     "WorkingTask",
     "default_transport",
+    "param_header_names",
+    "param_headers",
     "parse_detailed_task",
 ]

@@ -1,7 +1,9 @@
 """McpClient: one MCP server endpoint, spoken to over Streamable HTTP at revision 2026-07-28.
 
 Every method is a single POST (§0.4 of the wire guide); nothing is retried here, because only
-the caller knows whether a retry is safe (tools/call may create a second task).
+the caller knows whether a retry is safe (tools/call may create a second task), except a refusal
+that says nothing ran and that one retry can fix (-32022 naming our version, -32020 over
+Mcp-Param-* headers a fresh tools/list corrects).
 """
 
 import asyncio
@@ -17,8 +19,10 @@ import httpx
 
 from tasksapp.mcpclient import legacy
 from tasksapp.mcpclient.errors import (
+    HEADER_MISMATCH,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    InvalidHeaderAnnotation,
     InvalidResponse,
     ListenUnsupported,
     McpError,
@@ -69,12 +73,18 @@ from tasksapp.mcpclient.wire import (
     InputKinds,
     SseParser,
     envelope,
-    mcp_param_headers,
     name_header,
-    render_param_header,
+    param_header_names,
+    param_header_values,
+    param_headers,
 )
 
 log = logging.getLogger(__name__)
+
+
+def _uncallable(tool: str, why: str) -> InvalidHeaderAnnotation:
+    return InvalidHeaderAnnotation(f"tool {tool!r} cannot be called: {why} (x-mcp-header, §2.4)")
+
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_CLIENT_INFO: JsonObject = {"name": "mcp-tasks-dashboard", "version": "0.1.0"}
@@ -167,7 +177,10 @@ class McpClient:
         # bounded by the call timeout, not by the read timeout.
         self._call_timeout = httpx.Timeout(max(timeouts.read, timeouts.call), connect=timeouts.connect)
         self._ids = itertools.count(1)
+        # What tools/list taught this client: tool -> x-mcp-header mapping, or why it cannot be called.
         self._param_headers: dict[str, dict[str, str]] = {}
+        self._unusable_tools: dict[str, str] = {}
+        self._tools_listed = False
         self._legacy_headers: dict[str, str] | None = None
         self._legacy_tasks = False  # the legacy server offers tasks for tools/call
         self._legacy_task_support: dict[str, str] | None = None  # tool -> execution.taskSupport
@@ -229,6 +242,7 @@ class McpClient:
                 max_bytes is not None and size > max_bytes
             )
             if not cursor or bounded:
+                self._tools_listed = True
                 if self.era == "legacy":
                     self._legacy_task_support = {tool.name: legacy.task_support(tool.raw) for tool in tools}
                 return [tool for tool in tools if tool.name in self._param_headers]
@@ -247,17 +261,35 @@ class McpClient:
         *,
         input_responses: JsonObject | None = None,
         request_state: str | None = None,
+        input_schema: Mapping[str, object] | None = None,
     ) -> CallOutcome:
-        """tools/call: a ToolResult, an InputRequired round (retry with its answers), or a TaskCreated."""
+        """tools/call: a ToolResult, an InputRequired round (retry with its answers), or a TaskCreated.
+
+        The tool's `Mcp-Param-*` headers (§2.4) come from the tools/list this client made, else
+        from `input_schema` (a stored copy of the tool's inputSchema), else from a tools/list made
+        first. A -32020 refusal is answered by listing the tools again and, when that changes the
+        headers, one retry: the server refused before running anything. A tool whose annotation
+        breaks §2.4 raises InvalidHeaderAnnotation and nothing is sent.
+        """
         params: JsonObject = {"name": name, "arguments": arguments or {}}
         if input_responses is not None:
             params["inputResponses"] = input_responses
         if request_state is not None:
             params["requestState"] = request_state
-        if await self._era() == "legacy" and await self._legacy_runs_as_task(name):
-            return await self._legacy_task_call(params)
-        extra = self._tool_param_headers(name, arguments or {})
-        result = await self._call("tools/call", params, extra_headers=extra, total=self.timeouts.call)
+        if await self._era() == "legacy":
+            if await self._legacy_runs_as_task(name):
+                return await self._legacy_task_call(params)
+            return parse_call_outcome(await self._call("tools/call", params, total=self.timeouts.call))
+        extra = await self._headers_for_tool(name, arguments or {}, input_schema)
+        try:
+            result = await self._call("tools/call", params, extra_headers=extra, total=self.timeouts.call)
+        except ProtocolError as exc:
+            if exc.code != HEADER_MISMATCH:
+                raise
+            fresh = await self._relisted_headers(name, arguments or {})
+            if fresh is None or fresh == extra:
+                raise
+            result = await self._call("tools/call", params, extra_headers=fresh, total=self.timeouts.call)
         return parse_call_outcome(result)
 
     async def get_task(self, task_id: str) -> DetailedTask:
@@ -601,21 +633,38 @@ class McpClient:
     # --- tools ----------------------------------------------------------------------------
 
     def _accept_tool(self, tool: Tool) -> Tool:
-        mapping = mcp_param_headers(tool.input_schema)
-        if mapping is None:
-            log.warning("dropping tool %r: its x-mcp-header annotation is invalid", tool.name)
+        try:
+            self._param_headers[tool.name] = param_header_names(tool.input_schema)
+        except InvalidHeaderAnnotation as exc:
+            log.warning("dropping tool %r: its x-mcp-header annotation is invalid (%s)", tool.name, exc)
             self._param_headers.pop(tool.name, None)
+            self._unusable_tools[tool.name] = str(exc)
         else:
-            self._param_headers[tool.name] = mapping
+            self._unusable_tools.pop(tool.name, None)
         return tool
 
-    def _tool_param_headers(self, name: str, arguments: JsonObject) -> dict[str, str]:
-        headers: dict[str, str] = {}
-        for prop, header in self._param_headers.get(name, {}).items():
-            value = render_param_header(arguments.get(prop))
-            if value is not None:
-                headers[f"Mcp-Param-{header}"] = value
-        return headers
+    async def _headers_for_tool(
+        self, name: str, arguments: JsonObject, input_schema: Mapping[str, object] | None
+    ) -> dict[str, str]:
+        if name not in self._param_headers and name not in self._unusable_tools:
+            if input_schema is not None:
+                try:
+                    return param_headers(input_schema, arguments)
+                except InvalidHeaderAnnotation as exc:
+                    raise _uncallable(name, str(exc)) from None
+            if not self._tools_listed:
+                await self.list_tools()
+        if why := self._unusable_tools.get(name):
+            raise _uncallable(name, why)
+        return param_header_values(self._param_headers.get(name, {}), arguments)
+
+    async def _relisted_headers(self, name: str, arguments: JsonObject) -> dict[str, str] | None:
+        """The headers a fresh tools/list gives this call; None when the list cannot be had."""
+        try:
+            await self.list_tools()
+        except McpError:
+            return None
+        return await self._headers_for_tool(name, arguments, None)
 
     # --- legacy servers (2025-11-25 and older): tools only, no tasks ----------------------
 

@@ -5,7 +5,7 @@ McpError
 │   ├── InvalidResponse     the server answered, but with something this client must not trust
 │   └── StreamDropped       an SSE stream ended before it should have
 ├── ProtocolError           the server answered with a JSON-RPC error (code, message, data)
-└── ListenUnsupported       the server has no subscriptions/listen (404 or -32601)
+├── ListenUnsupported       the server has no subscriptions/listen (404 or -32601)
 """
 
 from typing import Any
@@ -69,6 +69,10 @@ class StreamDropped(TransportError):
 
 class ListenUnsupported(McpError):
     """The server does not implement subscriptions/listen; poll instead."""
+
+
+class InvalidHeaderAnnotation(McpError):
+    """A tool's x-mcp-header annotations break the rules of §2.4; nothing was sent."""
 
 
 class ProtocolError(McpError):

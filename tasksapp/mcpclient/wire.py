@@ -3,11 +3,11 @@
 import base64
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tasksapp.mcpclient.errors import InvalidResponse
+from tasksapp.mcpclient.errors import InvalidHeaderAnnotation, InvalidResponse
 
 PROTOCOL_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
@@ -106,9 +106,14 @@ def name_header(method: str, params: dict[str, Any]) -> str | None:
     return None
 
 
-def mcp_param_headers(schema: dict[str, Any]) -> dict[str, str] | None:
-    """§2.4: property name -> header name for x-mcp-header; None when the annotation is invalid."""
-    properties = schema.get("properties")
+def param_header_names(input_schema: Mapping[str, Any]) -> dict[str, str]:
+    """§2.4: argument name -> the X of its `Mcp-Param-X` header, for a tool's inputSchema.
+
+    Only top-level `properties` count. Raises InvalidHeaderAnnotation when an annotation breaks
+    §2.4 (not an RFC 9110 token, a type other than string/integer/boolean, a name used twice
+    ignoring case): such a tool must not be called.
+    """
+    properties = input_schema.get("properties")
     if not isinstance(properties, dict):
         return {}
     mapping: dict[str, str] = {}
@@ -116,15 +121,36 @@ def mcp_param_headers(schema: dict[str, Any]) -> dict[str, str] | None:
         if not isinstance(prop_schema, dict) or "x-mcp-header" not in prop_schema:
             continue
         header = prop_schema["x-mcp-header"]
-        if (
-            not isinstance(header, str)
-            or not _TOKEN.match(header)
-            or prop_schema.get("type") not in ("string", "integer", "boolean")
-            or header.lower() in {h.lower() for h in mapping.values()}
-        ):
-            return None
+        if not isinstance(header, str) or not _TOKEN.match(header):
+            raise InvalidHeaderAnnotation(f"argument {prop!r}: x-mcp-header {header!r} is not a header name")
+        if prop_schema.get("type") not in ("string", "integer", "boolean"):
+            raise InvalidHeaderAnnotation(
+                f"argument {prop!r}: x-mcp-header needs a string, integer or boolean argument"
+            )
+        if header.lower() in {name.lower() for name in mapping.values()}:
+            raise InvalidHeaderAnnotation(f"argument {prop!r}: x-mcp-header {header!r} is used twice")
         mapping[prop] = header
     return mapping
+
+
+def param_headers(input_schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The `Mcp-Param-*` headers a tools/call of this tool carries for these arguments (§2.4).
+
+    `{"Mcp-Param-Region": "eu-west"}`: a string as is, an integer in decimal, a boolean as
+    true/false, each encoded as §2.3 says; an absent or null argument sends no header.
+    Raises InvalidHeaderAnnotation as param_header_names does.
+    """
+    return param_header_values(param_header_names(input_schema), arguments)
+
+
+def param_header_values(names: Mapping[str, str], arguments: Mapping[str, Any]) -> dict[str, str]:
+    """param_headers for a mapping param_header_names already returned."""
+    headers: dict[str, str] = {}
+    for prop, header in names.items():
+        value = render_param_header(arguments.get(prop))
+        if value is not None:
+            headers[f"Mcp-Param-{header}"] = value
+    return headers
 
 
 def render_param_header(value: Any) -> str | None:

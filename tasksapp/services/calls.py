@@ -53,8 +53,10 @@ def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user:
     if not server.enabled:
         raise NotAllowed(_("Server %(name)s is disabled.") % {"name": server.name})
 
+    schema = server.stored_input_schema(tool)
+
     async def send(client: McpClient) -> CallOutcome:
-        return await client.call_tool(tool, arguments)
+        return await client.call_tool(tool, arguments, input_schema=schema)
 
     began = time.monotonic()
     try:
@@ -82,10 +84,15 @@ def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user
         raise NotAllowed(_("This call was already answered; nothing was sent."))
     pending.refresh_from_db()
     request_state = pending.request_state
+    schema = pending.server.stored_input_schema(pending.tool_name)
 
     async def send(client: McpClient) -> CallOutcome:
         return await client.call_tool(
-            pending.tool_name, pending.arguments, input_responses=responses, request_state=request_state
+            pending.tool_name,
+            pending.arguments,
+            input_responses=responses,
+            request_state=request_state,
+            input_schema=schema,
         )
 
     try:

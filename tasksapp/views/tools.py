@@ -14,9 +14,8 @@ from tasksapp.views.present import content_blocks, pretty
 
 
 def _tool(server: McpServer, name: str) -> dict[str, Any]:
-    for tool in server.tools:
-        if isinstance(tool, dict) and tool.get("name") == name:
-            return tool
+    if tool := server.stored_tool(name):
+        return tool
     raise Http404(f"{server.name} has no tool named {name!r}; discover the server again if it is new.")
 
 

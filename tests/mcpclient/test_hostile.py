@@ -97,13 +97,18 @@ async def get_task_fails[E: BaseException](kind: type[E], script: Any, **client_
     return await raises(kind, get_task(script, **client_kwargs))
 
 
+# The schema the caller stored for the tool (as the dashboard does): no argument travels as a
+# header, so the client needs no tools/list before the call.
+PLAIN_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}
+
+
 async def call_tool(script: Any, **client_kwargs: Any) -> Any:
     async with (
         asyncio.timeout(HANG_GUARD),
         HostileServer(script) as server,
         McpClient(server.url, timeouts=FAST, **client_kwargs) as client,
     ):
-        return await client.call_tool("slow_count", {"n": 5})
+        return await client.call_tool("slow_count", {"n": 5}, input_schema=PLAIN_SCHEMA)
 
 
 async def drain(stream: AsyncIterator[ListenEvent], into: list[ListenEvent]) -> None:
@@ -789,7 +794,9 @@ async def test_a_call_sent_but_never_answered_is_not_called_unreachable() -> Non
         await asyncio.Event().wait()
 
     async with RawServer(script) as server, McpClient(server.url, timeouts=FAST) as client:
-        exc = await raises(TransportError, client.call_tool("slow_count", {"n": 5}))
+        exc = await raises(
+            TransportError, client.call_tool("slow_count", {"n": 5}, input_schema=PLAIN_SCHEMA)
+        )
         assert [m["method"] for m in server.messages] == ["server/discover", "tools/call"]
     assert "cannot reach" not in str(exc)
 
