@@ -1,5 +1,6 @@
-from django.urls import path
+from django.urls import path, register_converter
 
+from tasksapp.toolpaths import ToolNameConverter
 from tasksapp.views import (
     audit,
     bulk_tasks,
@@ -16,6 +17,7 @@ from tasksapp.views import (
 )
 
 app_name = "tasks"
+register_converter(ToolNameConverter, "tool")  # any name a server sends, as one safe segment
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
@@ -35,7 +37,7 @@ urlpatterns = [
     path("servers/<int:pk>/refresh/", servers.server_refresh, name="server-refresh"),
     path("servers/<int:pk>/tools/", servers.server_tools, name="server-tools"),
     path("servers/<int:pk>/archive/", ops.server_archive, name="server-archive"),
-    path("servers/<int:pk>/tools/<path:name>/run/", tools.tool_run, name="tool-run"),
+    path("servers/<int:pk>/tools/<tool:name>/run/", tools.tool_run, name="tool-run"),
     path("audit/", audit.audit_log, name="audit"),
     path("audit/export.<str:fmt>", audit.audit_export, name="audit-export"),
     path("metrics", ops.metrics_view, name="metrics"),

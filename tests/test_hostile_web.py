@@ -8,6 +8,7 @@ until that page was answered, so "during" is certain rather than likely.
 """
 
 import asyncio
+import html
 import json
 import re
 import threading
@@ -16,6 +17,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 import pytest
@@ -252,3 +254,55 @@ def test_a_reused_task_id_is_a_clear_failure(dashboard: Dashboard, operator: Ope
             answered_meanwhile(dashboard)
             page = second.result(OPERATOR_TOLD_WITHIN)
     assert page.status_code == 200 and "with a task id it had already given to" in page.text
+
+
+# Names a server may send: a newline (Django's path converter does not match it: the page was a
+# 500), dot segments that a browser resolves into another server's pages, a query and a fragment,
+# percent escapes, something that looks like our own encoding, an emoji, and a long one.
+HOSTILE_NAMES = [
+    "\n=1+1",
+    "../../1/tools/echo",
+    "..",
+    "ns/tool?x#y",
+    "%2e%2e%2f1",
+    "~ZWNobw",
+    "😀 run",
+    "n" * 300,
+    "echo",
+]
+
+
+def test_any_tool_name_works_and_stays_on_its_own_servers_pages(
+    dashboard: Dashboard, operator: Operator
+) -> None:
+    """The tools page, each Run link as a browser resolves it, the form it opens, the POST that form
+    makes (back to its own URL), the task page it leads to and that page's Run again link."""
+
+    async def start_task(request: web.Request, message: Message) -> web.StreamResponse:
+        number = sum(m.get("method") == "tools/call" for m in hostile.messages)
+        return json_reply(response(message, {"resultType": "task", **task(taskId=f"named-{number}")}))
+
+    tools = [{"name": name, "inputSchema": {}} for name in HOSTILE_NAMES]
+    with serving(tools_script(tools, start_task)) as hostile:
+        pk = server_pk(add_server(operator, "names", hostile.url))
+        listing = operator.get(f"/servers/{pk}/tools/")
+        assert listing.status_code == 200, dashboard.log()
+        links = [
+            html.unescape(link)
+            for link in re.findall(r'<a class="button" href="([^"]*)">Run</a>', listing.text)
+        ]
+        assert len(links) == len(HOSTILE_NAMES), links
+        for name, link in zip(HOSTILE_NAMES, links, strict=True):
+            form_url = urljoin(str(listing.url), link)  # dot segments resolved, as a browser does
+            assert urlsplit(form_url).path.startswith(f"/servers/{pk}/tools/"), (name, form_url)
+            form = operator.get(form_url)
+            assert form.status_code == 200, (name, form_url, form.text[-500:])
+            assert f"<title>Run {html.escape(name)} ·" in form.text.replace("&#x27;", "'"), name
+            started = operator.post(urlsplit(form_url).path, {"arguments_json": "{}"})  # no action: itself
+            assert started.status_code == 302, (name, started.text[-1000:])
+            task_page = operator.get(started.headers["location"])
+            assert task_page.status_code == 200, (name, task_page.text[-500:])
+            again = re.search(r'href="([^"]*)\?again=\d+"', task_page.text)
+            assert again and urljoin(str(task_page.url), html.unescape(again.group(1))) == form_url, name
+    called = [m["params"]["name"] for m in hostile.messages if m.get("method") == "tools/call"]
+    assert called == HOSTILE_NAMES  # each form ran its own tool, on its own server
