@@ -53,7 +53,7 @@ def task_columns(*, with_task_ids: bool) -> list[str]:
 
 
 def _task_row(task: RemoteTask, with_task_ids: bool) -> dict[str, Any]:
-    end = task.finished_at or task.expired_at
+    end = task.ended_at
     row: dict[str, Any] = {
         "id": task.pk,
         "server": task.server.name,

@@ -2,9 +2,10 @@
 
 Read-only over the events tasksapp/services/timeline.py records (at most MCP_TIMELINE_MAX_EVENTS a
 task, so this is bounded). Each event's status holds until the next event; the last one holds until
-the task finished (terminal) or until now. Time after the operator asked to cancel, while the task
-is not yet terminal, counts as waiting on the cancel. Where older events were trimmed, their
-summary row stands for them, so those stretches are approximate.
+the task ended (a terminal event, or its expiry: RemoteTask.ended_at) or, while it runs, until now.
+Time after the operator asked to cancel, while the task is not yet terminal, counts as waiting on
+the cancel. Where older events were trimmed, their summary row stands for them, so those stretches
+are approximate.
 """
 
 from dataclasses import dataclass, field
@@ -44,33 +45,43 @@ class Lifecycle:
 
     @property
     def working(self) -> int:
-        return round(self.totals[WORKING])
+        return int(self.totals[WORKING])
 
     @property
     def waiting_input(self) -> int:
-        return round(self.totals[INPUT])
+        return int(self.totals[INPUT])
 
     @property
     def waiting_cancel(self) -> int:
-        return round(self.totals[CANCEL])
+        return int(self.totals[CANCEL])
 
 
 def of_task(task: Any) -> Lifecycle:
+    """The task's lifecycle up to its end (RemoteTask.ended_at), or up to now while it runs."""
     rows = TaskEvent.objects.filter(task=task).order_by("observed_at", "id")
     events = list(rows.values_list("observed_at", "status"))
-    return compute(events, cancel_requested_at=task.cancel_requested_at, now=timezone.now())
+    ended = task.ended_at
+    until = ended or timezone.now()
+    return compute(events, cancel_requested_at=task.cancel_requested_at, now=until, ended=ended is not None)
 
 
 def compute(
-    events: list[tuple[datetime, str]], *, cancel_requested_at: datetime | None, now: datetime
+    events: list[tuple[datetime, str]],
+    *,
+    cancel_requested_at: datetime | None,
+    now: datetime,
+    ended: bool = False,
 ) -> Lifecycle:
-    """The lifecycle of (observed_at, status) events in time order."""
-    life = Lifecycle()
+    """The lifecycle of (observed_at, status) events in time order, up to `now`: the task's end when
+    `ended` (an expired task has no terminal event), else the present. Nothing counts after it."""
+    life = Lifecycle(finished=ended)
     for index, (start, status) in enumerate(events):
         if status in TERMINAL:
             life.finished = True
             break
-        end = events[index + 1][0] if index + 1 < len(events) else now
+        if start >= now:
+            break
+        end = min(events[index + 1][0], now) if index + 1 < len(events) else now
         for part in _split(start, end, status, cancel_requested_at):
             _add(life, part)
     _lay_out(life)

@@ -296,6 +296,15 @@ class RemoteTask(models.Model):
         return self.status in TERMINAL
 
     @property
+    def ended_at(self) -> datetime | None:
+        """When the task ended, the one definition every duration uses: the moment the mirror saw
+        it finish, or, for an expired task, the moment the server was found to no longer know it.
+        None while it runs. (search.Elapsed is the same in SQL, for sorting.)"""
+        if self.is_terminal:
+            return self.finished_at
+        return self.expired_at if self.expired else None
+
+    @property
     def ttl_deadline(self) -> datetime | None:
         if self.ttl_ms is None or self.remote_created_at is None:
             return None

@@ -1,8 +1,21 @@
 """Where a task's time went (tasksapp/lifecycle.py): working, waiting for input, waiting on cancel."""
 
+import csv
+import io
+import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from django.db.models import F
+from django.urls import reverse
+from django.utils import timezone
+
+from tasksapp import lifecycle, services
 from tasksapp.lifecycle import CANCEL, INPUT, WORKING, compute
+from tasksapp.models import McpServer, RemoteTask, TaskEvent
+from tasksapp.templatetags.dashboard import elapsed
+from tests.engine_helpers import run_worker_until
+from tests.opsdata import listed, logged_in, person, task
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
@@ -34,3 +47,48 @@ def test_time_after_a_cancel_request_is_waiting_on_cancel_until_now() -> None:
 def test_no_events_no_bar() -> None:
     life = compute([], cancel_requested_at=None, now=at(1))
     assert life.segments == [] and life.total == 0
+
+
+def test_an_expired_tasks_bar_ends_when_it_expired() -> None:
+    events = [(at(0), "working"), (at(1), "working")]
+    life = compute(events, cancel_requested_at=None, now=at(2), ended=True)
+    assert life.totals[WORKING] == 2.0 and life.finished
+    assert compute([(at(0), "working"), (at(5), "working")], cancel_requested_at=None, now=at(2)).total == 2.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_expired_task_has_one_duration_on_its_page_in_the_list_the_export_and_the_sort(
+    demo_registered: McpServer,
+) -> None:
+    started = services.call_start(
+        server=demo_registered, tool="short_ttl", arguments={"ttl_ms": 600}, user=None
+    )
+    assert started.task is not None
+    pk = started.task.pk
+    run_worker_until(lambda: RemoteTask.objects.get(pk=pk).expired, listen=False)
+    # Looked at an hour later: nothing about an expired task may keep counting.
+    hour = timedelta(hours=1)
+    RemoteTask.objects.filter(pk=pk).update(
+        created_at=F("created_at") - hour,
+        expired_at=F("expired_at") - hour,
+        last_seen_at=F("last_seen_at") - hour,
+    )
+    TaskEvent.objects.filter(task_id=pk).update(observed_at=F("observed_at") - hour)
+    expired = RemoteTask.objects.get(pk=pk)
+    took = (expired.expired_at - expired.created_at).total_seconds()  # type: ignore[operator]
+    quicker = task(demo_registered, "echo", started=timezone.now() - 2 * hour, took=took / 2)
+    longer = task(demo_registered, "echo", started=timezone.now() - 2 * hour, took=took + 5)
+    viewer = logged_in(person("vera", "viewer"))
+
+    life = lifecycle.of_task(expired)
+    assert life.finished and abs(life.total - took) < 0.5, (life.total, took)
+    page = viewer.get(reverse("tasks:detail", args=[pk])).content.decode()
+    assert f"ran for {elapsed(expired.created_at, expired.expired_at)}" in page
+    listing = viewer.get(reverse("tasks:list"), {"sort": "duration"}).content.decode()
+    row = re.search(rf'<tr id="task-row-{pk}".*?data-label="Elapsed"[^>]*>(.*?)</td>', listing, re.S)
+    assert row and row.group(1).strip() == elapsed(expired.created_at, expired.expired_at), row
+    assert listed(listing)[:3] == [quicker.pk, pk, longer.pk]
+    exported = viewer.get(reverse("tasks:export", args=["csv"]), {"sort": "duration"})
+    rows = {int(r["id"]): r for r in csv.DictReader(io.StringIO(exported.getvalue().decode("utf-8-sig")))}
+    assert float(rows[pk]["duration_seconds"]) == round(took, 3)
+    assert rows[pk]["finished_at"] == expired.expired_at.isoformat()  # type: ignore[union-attr]
