@@ -43,6 +43,22 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def env_hosts(name: str, default: str) -> list[str]:
+    """A comma-separated allow-list of host names, host:port, addresses and networks, each checked."""
+    from tasksapp.mcpclient.addresses import Allowed  # pure code: no Django, no app registry
+
+    entries = env_list(name, default)
+    for entry in entries:
+        try:
+            Allowed.parse(entry)
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{name}: {exc}; expected host names, host:port, addresses or networks such as "
+                "auth.internal, auth.internal:8443, 10.0.0.0/8 or ::1, separated by commas."
+            ) from None
+    return entries
+
+
 def secret_key(var_dir: Path) -> str:
     """SECRET_KEY from the environment, else a random key kept in var/ so logins survive restarts."""
     key = os.environ.get("SECRET_KEY")

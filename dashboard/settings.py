@@ -12,7 +12,16 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from dashboard.env import env_bool, env_int, env_list, env_str, private_dir, private_file, secret_key
+from dashboard.env import (
+    env_bool,
+    env_hosts,
+    env_int,
+    env_list,
+    env_str,
+    private_dir,
+    private_file,
+    secret_key,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("DASHBOARD_VAR_DIR", str(BASE_DIR / "var")))
@@ -251,6 +260,11 @@ MCP_MAX_TOOLS = env_int("MCP_MAX_TOOLS", 1000, minimum=1)
 MCP_MAX_TOOLS_BYTES = env_int("MCP_MAX_TOOLS_BYTES", 2 * 1024 * 1024, minimum=1024)
 # Refuse server URLs (and names resolving to) loopback, private and link-local addresses (docs/deploy.md).
 MCP_BLOCK_PRIVATE_ADDRESSES = env_bool("MCP_BLOCK_PRIVATE_ADDRESSES", False)
+# Webhooks must reach public addresses except these: host names, host:port, addresses, networks
+# (docs/security.md).
+OUTBOUND_ALLOWED_HOSTS = env_hosts("OUTBOUND_ALLOWED_HOSTS", "")
+# The overall deadline (seconds) of one webhook delivery.
+NOTIFY_DEADLINE_SECONDS = env_int("NOTIFY_DEADLINE_SECONDS", 30, minimum=1)
 
 # The live layer (docs/live.md): frames, catch-up, sockets' lifetime; the Content-Security-Policy.
 LIVE_MAX_FRAME_BYTES = env_int("LIVE_MAX_FRAME_BYTES", 256 * 1024, minimum=16 * 1024)

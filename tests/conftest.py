@@ -19,9 +19,22 @@ from tests.peers.launch import (
 )
 
 if TYPE_CHECKING:
+    from pytest_django.fixtures import Settings as SettingsWrapper
+
     from tasksapp.models import McpServer, RemoteTask
 
 DEMO_READY = "demoserver listening on"
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(settings: "SettingsWrapper") -> None:
+    """Every peer, receiver and authorization server of the tests is on loopback: allowed, as in
+    `manage.py demo`. Tests of the address policy set OUTBOUND_ALLOWED_HOSTS themselves."""
+    from tasksapp.services.outbound import LOOPBACK
+
+    settings.OUTBOUND_ALLOWED_HOSTS = list(LOOPBACK)
+
+
 FASTMCP_READY = "fastmcp peer listening on"
 LEGACY_READY = "legacy peer listening on"
 

@@ -32,7 +32,6 @@ from tasksapp.mcpclient.errors import (
 )
 from tasksapp.mcpclient.reading import (
     TRANSPORT_FAILURES,
-    ReadBody,
     _broken,
     _describe,
     _Head,
@@ -50,6 +49,7 @@ from tasksapp.mcpclient.reading import (
     _same_id,
     _session_gone,
     _sse_events,
+    read_capped,
 )
 from tasksapp.mcpclient.types import (
     CallOutcome,
@@ -567,22 +567,7 @@ class McpClient:
         return _result_of(method, message, request_id)
 
     async def _read_capped(self, response: httpx.Response, head: "_Head | None" = None) -> bytes:
-        head = head or _Head.of(response)
-        if head.length is not None and head.length > self.max_body_bytes:
-            raise InvalidResponse(f"response body of {head.length} bytes exceeds {self.max_body_bytes}")
-        if isinstance(response.stream, ReadBody):  # read by our transport already (every tasks/get)
-            if len(response.stream.body) > self.max_body_bytes:
-                raise InvalidResponse(f"response body exceeds {self.max_body_bytes} bytes")
-            return response.stream.body
-        chunks: list[bytes] = []
-        size = 0
-        # Uncompressed bodies (the usual case) skip httpx's decoder chain: the bytes are the body.
-        async for chunk in response.aiter_bytes() if head.encoded else response.aiter_raw():
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise InvalidResponse(f"response body exceeds {self.max_body_bytes} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return await read_capped(response, self.max_body_bytes, head)
 
     async def _read_sse_answer(self, method: str, request_id: int, response: httpx.Response) -> JsonObject:
         parser = SseParser(self.max_body_bytes)

@@ -1,4 +1,9 @@
-"""Reading what a server sent: JSON-RPC answers and errors, HTTP statuses, SSE events, listen frames."""
+"""Reading what a server sent: JSON-RPC answers and errors, HTTP statuses, SSE events, listen frames.
+
+Every body read from outside, by every client (MCP, OAuth, metadata, webhooks), goes through
+`body_chunks` / `read_capped`: inflated in bounded steps when it is compressed, and counted after
+inflation while it streams, so nothing past the cap is ever held in memory.
+"""
 
 import email.utils
 import json
@@ -22,6 +27,7 @@ from tasksapp.mcpclient.errors import (
     StreamDropped,
     TransportError,
 )
+from tasksapp.mcpclient.inflate import Inflater
 from tasksapp.mcpclient.types import (
     Discovery,
     JsonObject,
@@ -206,6 +212,52 @@ class _Head:
         return cls(ctype, length, encoded)
 
 
+class BodyTooLarge(InvalidResponse):
+    """A body (inflated) is larger than its reader allows; what was read is dropped."""
+
+    def __init__(self, limit: int, length: int | None = None) -> None:
+        said = f" of {length} bytes" if length is not None else ""
+        super().__init__(f"response body{said} exceeds {limit} bytes")
+        self.limit = limit
+
+
+async def body_chunks(response: httpx.Response, head: _Head | None = None) -> AsyncIterator[bytes]:
+    """The body as it arrives, inflated at most CHUNK bytes at a time when the transport left it
+    compressed (AiohttpTransport inflates itself; another transport may not)."""
+    if isinstance(response.stream, ReadBody):
+        if response.stream.body:
+            yield response.stream.body
+        return
+    head = head or _Head.of(response)
+    if not head.encoded:
+        async for chunk in response.aiter_raw():
+            yield chunk
+        return
+    inflater = Inflater(str(response.headers.get("content-encoding", "")).strip().lower())
+    async for chunk in response.aiter_raw():
+        for part in inflater.feed(chunk):
+            yield part
+
+
+async def read_capped(response: httpx.Response, limit: int, head: _Head | None = None) -> bytes:
+    """The whole body, or BodyTooLarge as soon as more than `limit` bytes (inflated) arrived."""
+    head = head or _Head.of(response)
+    if head.length is not None and head.length > limit:
+        raise BodyTooLarge(limit, head.length)
+    if isinstance(response.stream, ReadBody):  # read by our transport already (every tasks/get)
+        if len(response.stream.body) > limit:
+            raise BodyTooLarge(limit)
+        return response.stream.body
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in body_chunks(response, head):
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _content_type(response: httpx.Response) -> str:
     return str(response.headers.get("content-type", "")).split(";")[0].strip().lower()
 
@@ -242,7 +294,7 @@ async def _sse_events(
 ) -> AsyncIterator[str]:
     """The data of each SSE event; a broken or silent connection becomes StreamDropped."""
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in body_chunks(response):
             for data in parser.feed(chunk):
                 yield data
         for data in parser.finish():

@@ -11,29 +11,27 @@ before the client's size cap could look at it. The caller caps the inflated byte
 """
 
 import errno
-import ipaddress
 import socket
 import ssl
-import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import aiohttp
 import aiohttp.abc
 import httpx
 import yarl
 
-from tasksapp.mcpclient.errors import InvalidResponse
+from tasksapp.mcpclient.addresses import AddressPolicy
+from tasksapp.mcpclient.inflate import ACCEPT_ENCODING, CHUNK, Inflater
 from tasksapp.mcpclient.reading import ReadBody
 
-CHUNK = 64 * 1024
-ACCEPT_ENCODING = "gzip, deflate"  # what _Inflater reads; aiohttp would add br if brotli were installed
 _INFLATED_HEADERS = {b"content-encoding", b"content-length"}
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
-    """`block_private_addresses` refuses to connect to any address that is not globally routable
-    (loopback, private, link-local, shared, reserved), checked on every connection after DNS, so a
-    name that later resolves somewhere else is refused too."""
+    """`policy` (tasksapp/mcpclient/addresses.py) is checked on each request's URL before it is
+    sent and on every address a name resolves to when connecting, so a name that later resolves
+    somewhere else is refused too. `block_private_addresses` is the MCP servers' policy in short:
+    any scheme, globally routable addresses only. Neither: anything may be reached."""
 
     def __init__(
         self,
@@ -41,9 +39,12 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         max_connections: int = 200,
         verify: ssl.SSLContext | bool = True,
         block_private_addresses: bool = False,
+        policy: AddressPolicy | None = None,
     ) -> None:
         self._max_connections = max_connections
-        self._block_private = block_private_addresses
+        if policy is None and block_private_addresses:
+            policy = AddressPolicy.private_blocked(True)
+        self._policy = policy if policy != AddressPolicy.open() else None
         self._ssl: ssl.SSLContext | bool = (
             verify
             if isinstance(verify, ssl.SSLContext)
@@ -56,7 +57,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            resolver = _PublicOnlyResolver() if self._block_private else None
+            resolver = _PolicyResolver(self._policy) if self._policy is not None else None
             connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._ssl, resolver=resolver)
             self._session = aiohttp.ClientSession(
                 connector=connector,
@@ -79,8 +80,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def _yarl(self, url: httpx.URL) -> yarl.URL:
         """aiohttp's URL for httpx's, parsed once: a client sends every request to the same URL."""
         if url is not self._last_url:
-            if self._block_private and (refusal := blocked_address(url.host.strip("[]"))):
-                raise httpx.ConnectError(refusal)  # an address literal never reaches the resolver
+            if self._policy is not None and (refusal := self._policy.url_refusal(url)):
+                raise RefusedDestination(refusal)  # an address literal never reaches the resolver
             self._last_url, self._last_yarl = url, yarl.URL(str(url), encoded=True)
         return self._last_yarl
 
@@ -119,7 +120,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 request=request,
             )
         kept = [(k, v) for k, v in response.raw_headers if k.lower() not in _INFLATED_HEADERS]
-        stream = _Body(response, _Inflater(encoding))
+        stream = _Body(response, Inflater(encoding))
         return httpx.Response(status_code=response.status, headers=kept, stream=stream, request=request)
 
     async def aclose(self) -> None:
@@ -128,21 +129,17 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._session = None
 
 
-def blocked_address(host: str) -> str | None:
-    """Why connecting to this IP address is refused under block_private_addresses; None for a name
-    or a globally routable address."""
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return None
-    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-    if (mapped or address).is_global and not address.is_multicast:
-        return None
-    return f"{host} is a loopback, private or link-local address, and MCP_BLOCK_PRIVATE_ADDRESSES is on"
+class RefusedDestination(httpx.ConnectError):
+    """The address policy refused the URL or an address its host resolves to; nothing was sent."""
 
 
-class _PublicOnlyResolver(aiohttp.abc.AbstractResolver):
-    def __init__(self) -> None:
+class _RefusedAddress(OSError):
+    """Raised by the resolver: aiohttp wraps it (ClientConnectorDNSError.os_error)."""
+
+
+class _PolicyResolver(aiohttp.abc.AbstractResolver):
+    def __init__(self, policy: AddressPolicy) -> None:
+        self._policy = policy
         self._inner = aiohttp.DefaultResolver()
 
     async def resolve(
@@ -150,42 +147,12 @@ class _PublicOnlyResolver(aiohttp.abc.AbstractResolver):
     ) -> list[aiohttp.abc.ResolveResult]:
         found = await self._inner.resolve(host, port, family)
         for entry in found:
-            if refusal := blocked_address(entry["host"]):
-                raise OSError(errno.EACCES, f"{host} resolves to {refusal}")  # aiohttp shows strerror
+            if refusal := self._policy.address_refusal(host, port, entry["host"]):
+                raise _RefusedAddress(errno.EACCES, refusal)
         return found
 
     async def close(self) -> None:
         await self._inner.close()
-
-
-class _Inflater:
-    """gzip or deflate (zlib-wrapped or raw), inflated at most CHUNK bytes at a time."""
-
-    def __init__(self, encoding: str) -> None:
-        self._encoding = encoding
-        self._deflate = encoding == "deflate"
-        self._inflate = zlib.decompressobj(zlib.MAX_WBITS | 16 if not self._deflate else zlib.MAX_WBITS)
-        self._started = False
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        if self._encoding not in ("gzip", "x-gzip", "deflate"):
-            raise InvalidResponse(
-                f"the response is in {self._encoding[:40]!r} encoding, which was not asked for"
-            )
-        if self._deflate and not self._started and data:
-            self._started = True
-            if len(data) < 2 or data[0] & 0x0F != 8 or ((data[0] << 8) | data[1]) % 31:
-                self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send
-        try:
-            while True:
-                out = self._inflate.decompress(data, CHUNK)
-                if out:
-                    yield out
-                data = self._inflate.unconsumed_tail
-                if not data and len(out) < CHUNK:
-                    return
-        except zlib.error as exc:
-            raise InvalidResponse(f"the compressed response body is corrupt ({exc})") from None
 
 
 async def _read_small(response: aiohttp.ClientResponse) -> bytes:
@@ -200,7 +167,7 @@ async def _read_small(response: aiohttp.ClientResponse) -> bytes:
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, response: aiohttp.ClientResponse, inflater: _Inflater | None = None) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, inflater: Inflater | None = None) -> None:
         self._response = response
         self._inflater = inflater
 
@@ -224,6 +191,8 @@ class _Body(httpx.AsyncByteStream):
 def _mapped(exc: aiohttp.ClientError, *, connecting: bool) -> httpx.TransportError:
     """aiohttp errors as httpx ones, by what went wrong (httpx-aiohttp calls a refusal a timeout)."""
     message = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, _RefusedAddress):
+        return RefusedDestination(str(exc.os_error.strerror))
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return httpx.ConnectTimeout(message)
     if isinstance(exc, aiohttp.ServerTimeoutError):

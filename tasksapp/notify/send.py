@@ -9,16 +9,18 @@ import time
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-import httpx
+from asgiref.sync import async_to_sync
 from django.core import mail
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from tasksapp import events
+from tasksapp.mcpclient.outbound import OutboundFailed
 from tasksapp.notify import config
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.services.common import audit
+from tasksapp.services.outbound import webhook_client
 
 log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Dashboard-Signature"
@@ -60,8 +62,27 @@ def deliver(row: NotificationOutbox) -> None:
     headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: stamp}
     if pref.webhook_secret:
         headers[SIGNATURE_HEADER] = sign(pref.webhook_secret, stamp, body)
-    response = httpx.post(pref.webhook_url, content=body, headers=headers, timeout=config.TIMEOUT_SECONDS)
-    response.raise_for_status()
+    status = async_to_sync(post_webhook)(pref.webhook_url, body, headers)
+    if not 200 <= status < 300:
+        raise WebhookFailed(f"the webhook answered HTTP {status}")
+
+
+class WebhookFailed(Exception):
+    """The webhook's receiver did not take the message (retried later)."""
+
+
+async def post_webhook(url: str, body: bytes, headers: dict[str, str]) -> int:
+    """POST to a webhook under the webhook address policy and the notification deadline; returns
+    the status (the answer's body is not read). A destination the policy refuses is given up."""
+    client = webhook_client()
+    try:
+        return (await client.request("POST", url, headers=headers, content=body, read=False)).status
+    except OutboundFailed as exc:
+        if exc.refused:
+            raise GiveUp(str(exc)) from exc
+        raise WebhookFailed(str(exc)) from exc
+    finally:
+        await client.aclose()
 
 
 def backoff(attempts: int) -> timedelta:

@@ -13,6 +13,7 @@ from tasksapp.models import McpServer
 from tasksapp.notify.models import NotificationPreference
 from tasksapp.permissions import VIEW, require
 from tasksapp.services.common import audit
+from tasksapp.services.outbound import webhook_url_refusal
 from tasksapp.views.common import page
 
 EVENT_CHOICES = [
@@ -53,6 +54,14 @@ class PreferenceForm(forms.Form):
     browser = forms.BooleanField(
         required=False, label=gettext_lazy("Browser notifications on this dashboard")
     )
+
+    def clean_webhook_url(self) -> str:
+        url: str = self.cleaned_data["webhook_url"]
+        if url and (refusal := webhook_url_refusal(url)):
+            raise forms.ValidationError(
+                _("This webhook URL cannot be used: %(reason)s.") % {"reason": refusal}
+            )
+        return url
 
 
 @require(VIEW)

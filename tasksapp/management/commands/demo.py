@@ -52,6 +52,11 @@ class Command(BaseCommand):
 
         for flag, port in (("--port", options["port"]), ("--mcp-port", options["mcp_port"])):
             _ensure_free(options["host"], port, flag)
+        if "OUTBOUND_ALLOWED_HOSTS" not in os.environ:
+            # Everything the demo talks to is on this machine (docs/security.md).
+            from tasksapp.services.outbound import LOOPBACK
+
+            settings.OUTBOUND_ALLOWED_HOSTS = list(LOOPBACK)
         call_command("migrate", verbosity=0, interactive=False)
         try:
             mcp = run_in_thread(host=options["host"], port=options["mcp_port"], poll_interval_ms=500)
