@@ -2,6 +2,8 @@
 webhook receiver on loopback: what is queued for whom, the HMAC signature, retries with back-off,
 durability across a restart of the drainer, and the settings page."""
 
+import email
+import email.policy
 import hashlib
 import hmac
 import json
@@ -19,7 +21,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from tasksapp.models import McpServer, OperatorAction
+from tasksapp.models import McpServer, OperatorAction, RemoteTask
 from tasksapp.notify import drainer
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.scan import scan
@@ -244,3 +246,63 @@ def test_the_admin_lists_choices_and_a_read_only_outbox_whose_retry_now_sends_ag
     assert drain_once() == 1 and len(hook.received) == 9
     audited = OperatorAction.objects.filter(action="notify_retry", user=root, detail={"outbox": [row.pk]})
     assert audited.exists()
+
+
+# A tool name and error text from a hostile server: a mention, a disguised link, a new line.
+PHISH = "<!channel> <https://phish.example/login|Re-authorize now> & co\n<!here>"
+PHISH_SHOWN = "&lt;!channel&gt; &lt;https://phish.example/login|Re-authorize now&gt; &amp; co &lt;!here&gt;"
+
+
+def test_server_text_is_escaped_in_webhook_and_email_bodies(
+    smtp: _Mailbox, hook: _Hook, settings: Any
+) -> None:
+    """A real hostile server names its tool PHISH and fails with it; a second one fails its polls
+    with it (HTTP 503). The webhook's Slack text and the email carry it escaped, on one line."""
+    from aiohttp import web
+
+    from tasksapp import services
+    from tests.engine_helpers import run_worker_until
+    from tests.hostile_thread import serving
+    from tests.mcpclient import hostile_server as hostile
+
+    settings.MCP_BACKOFF_BASE_MS = 20  # three failed polls in well under a second
+    now = timezone.now().isoformat()
+    working = hostile.task(createdAt=now, lastUpdatedAt=now, pollIntervalMs=50)
+    failed = {**working, "status": "failed", "statusMessage": PHISH, "error": {"code": -1, "message": PHISH}}
+
+    async def phishing(request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
+        method = message.get("method")
+        if method == "tools/list":
+            return hostile.json_reply(
+                hostile.response(message, {"tools": [{"name": PHISH, "inputSchema": {}}]})
+            )
+        if method == "tools/call":
+            return hostile.json_reply(hostile.response(message, {"resultType": "task", **working}))
+        if method == "tasks/get" and request.query_string == "broken":
+            return hostile.raw_reply(PHISH.encode(), status=503, content_type="text/plain")
+        return hostile.json_reply(hostile.response(message, {"resultType": "complete", **failed}))
+
+    person("ada", events=["failed", "unhealthy"], email="ada@example.com", webhook_url=hook.url)
+    scan()  # the cursor starts here
+    with serving(phishing) as server:
+        registered = services.server_create(name="phishy", url=server.url, headers={}, user=None)
+        started = services.call_start(server=registered, tool=PHISH, arguments={}, user=None).task
+        assert started is not None
+        second = services.server_create(name="broken", url=server.url + "?broken", headers={}, user=None)
+        assert services.call_start(server=second, tool=PHISH, arguments={}, user=None).task
+        run_worker_until(
+            lambda: (
+                McpServer.objects.get(pk=second.pk).consecutive_failures >= 3
+                and RemoteTask.objects.get(pk=started.pk).status == "failed"
+            )
+        )
+    scan()
+    assert drain_once() == 4  # failed and unhealthy, each by email and webhook
+    texts = [json.loads(body)["text"] for _, body in hook.received]
+    for _, raw in smtp.messages:  # quoted-printable on the wire: what a mail client shows
+        mail = email.message_from_string(raw, policy=email.policy.default)
+        texts.append(f"{mail['subject']}\n{mail.get_content()}")
+    for text in texts:
+        assert "<!" not in text and "<https://phish" not in text and "\n<" not in text, text
+    assert sum(PHISH_SHOWN in text for text in texts) == 4, texts  # the tool name; the error text
+    assert [text.count("\n") for text in texts[:2]] == [1, 1]  # the webhooks: the message, then the link

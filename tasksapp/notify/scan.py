@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from tasksapp.models import InputRequest, McpServer, TaskEvent
 from tasksapp.notify.config import base_url
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference, NotifyCursor
+from tasksapp.notify.text import values_for
 from tasksapp.permissions import VIEW, can
 from tasksapp.prefs import UserPreference
 
@@ -66,18 +67,21 @@ def enqueue(found: list[Event]) -> int:
         for pref in prefs:
             if not pref.wants(event, server_id, tool):
                 continue
-            with translation.override(languages.get(pref.user_id) or settings.LANGUAGE_CODE):
-                text = str(message) % values
-            link = base_url() + path
-            body = f"{text}\n{link}"
             wanted = (("email", pref.email), ("webhook", pref.webhook_url), ("browser", pref.browser))
-            channels = [name for name, on in wanted if on]
-            rows += [
-                NotificationOutbox(
-                    user=pref.user, channel=channel, key=key, event=event, subject=text[:300], text=body
-                )
-                for channel in channels
-            ]
+            link = base_url() + path
+            with translation.override(languages.get(pref.user_id) or settings.LANGUAGE_CODE):
+                for channel in [name for name, on in wanted if on]:
+                    text = str(message) % values_for(channel, values)
+                    rows.append(
+                        NotificationOutbox(
+                            user=pref.user,
+                            channel=channel,
+                            key=key,
+                            event=event,
+                            subject=text[:300],
+                            text=f"{text}\n{link}",
+                        )
+                    )
     NotificationOutbox.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)
 
