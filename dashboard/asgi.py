@@ -10,10 +10,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from tasksapp.gateway.app import GatewayApp, GatewayRouter  # noqa: E402
 from tasksapp.live.origin import OriginValidator  # noqa: E402
 from tasksapp.routing import websocket_urlpatterns  # noqa: E402
 
-http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
+pages = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
+# /gateway/<server id>/mcp: agents' MCP endpoint (tasksapp/gateway), beside the pages.
+http_app = GatewayRouter(GatewayApp(), pages)
 
 application = ProtocolTypeRouter(
     {

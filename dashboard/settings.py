@@ -266,6 +266,15 @@ OUTBOUND_ALLOWED_HOSTS = env_hosts("OUTBOUND_ALLOWED_HOSTS", "")
 # The overall deadline (seconds) of one webhook delivery.
 NOTIFY_DEADLINE_SECONDS = env_int("NOTIFY_DEADLINE_SECONDS", 30, minimum=1)
 
+# The gateway (docs/gateway.md): the dashboard's public URL (for gatewayUrl in `servers list`), the
+# largest request body an agent may send, origins besides the dashboard's own that may call it
+# from a browser, how stale the mirror may be beyond a poll interval, listen keep-alives.
+DASHBOARD_URL = env_str("DASHBOARD_URL", "http://127.0.0.1:8000").rstrip("/")
+MCP_GATEWAY_MAX_BODY_BYTES = env_int("MCP_GATEWAY_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
+MCP_GATEWAY_ALLOWED_ORIGINS = env_list("MCP_GATEWAY_ALLOWED_ORIGINS", "")
+MCP_GATEWAY_FRESH_SLACK_MS = env_int("MCP_GATEWAY_FRESH_SLACK_MS", 250, minimum=0)
+MCP_GATEWAY_KEEPALIVE_SECONDS = env_int("MCP_GATEWAY_KEEPALIVE_SECONDS", 15, minimum=1)
+
 # The live layer (docs/live.md): frames, catch-up, sockets' lifetime; the Content-Security-Policy.
 LIVE_MAX_FRAME_BYTES = env_int("LIVE_MAX_FRAME_BYTES", 256 * 1024, minimum=16 * 1024)
 LIVE_COALESCE_SECONDS = env_int("LIVE_COALESCE_MS", 150, minimum=0) / 1000

@@ -20,6 +20,7 @@ from django.utils.translation import pgettext_lazy
 from tasksapp import crypto
 
 TERMINAL = ("completed", "failed", "cancelled")
+GATEWAY_POLICIES = ("either", "people", "agent")
 
 
 class McpServer(models.Model):
@@ -70,6 +71,20 @@ class McpServer(models.Model):
         help_text="how long a tools/call may take to answer, silence included",
     )
 
+    gateway_policy = models.CharField(
+        max_length=10,
+        choices=[
+            ("either", _("the agent or a person, first answer wins")),
+            ("people", _("people only: withheld from the agent")),
+            ("agent", _("the agent only: read-only in the inbox")),
+        ],
+        default="either",
+        help_text="who answers the input requests of tasks started through the gateway",
+    )
+    gateway_tool_policies = models.JSONField(
+        default=dict, blank=True, help_text='per-tool exceptions to gateway_policy: {"tool": "people"}'
+    )
+
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -108,6 +123,12 @@ class McpServer(models.Model):
             return {name: crypto.mask(value) for name, value in self.headers.items()}
         except crypto.SecretUnreadable:
             return {"(stored headers)": "unreadable: the encryption key changed (see docs/security.md)"}
+
+    def input_policy(self, tool: str) -> str:
+        """Who answers a gateway task's input requests for this tool: either, people or agent."""
+        policies = self.gateway_tool_policies if isinstance(self.gateway_tool_policies, dict) else {}
+        chosen = policies.get(tool)
+        return chosen if chosen in GATEWAY_POLICIES else self.gateway_policy
 
     @property
     def health(self) -> str:
@@ -243,6 +264,20 @@ class RemoteTask(models.Model):
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    agent = models.ForeignKey(
+        "Agent",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="tasks",
+        help_text="the agent that started it through the gateway (only it may see it there)",
+    )
+    refresh_wanted_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="an answer or cancel was sent since the server last confirmed the task: the "
+        "gateway reads the task from the server again rather than from the mirror",
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True, db_index=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
@@ -349,6 +384,9 @@ class InputRequest(models.Model):
     response = models.JSONField(null=True, blank=True)
     answered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    answered_by_agent = models.ForeignKey(
+        "Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     answered_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
@@ -461,10 +499,15 @@ class OperatorAction(models.Model):
         SERVER_ARCHIVE = "server_archive", _("archived server")
         SERVER_UNARCHIVE = "server_unarchive", _("un-archived server")
         EXPORT = "export", _("exported")
+        AGENT_ADD = "agent_add", _("added agent")
+        AGENT_EDIT = "agent_edit", _("edited agent")
+        AGENT_REVOKE = "agent_revoke", _("revoked agent")
+        GATEWAY_POLICY = "gateway_policy", _("changed who answers gateway tasks")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    agent = models.ForeignKey("Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     action = models.CharField(max_length=20, choices=Action.choices, db_index=True)
     server = models.ForeignKey(McpServer, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     task = models.ForeignKey(RemoteTask, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -479,7 +522,7 @@ class OperatorAction(models.Model):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.user} {self.action} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+        return f"{self.user or self.agent} {self.action} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class WorkerHeartbeat(models.Model):
@@ -612,6 +655,44 @@ class TaskHour(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hour:%Y-%m-%d %H}:00 +{self.started} / {self.finished} done"
+
+
+class Agent(models.Model):
+    """A program that calls tools through the gateway (tasksapp.gateway) with a bearer token.
+
+    The token is shown once, when it is made; only its SHA-256 is kept (a 256-bit random token
+    needs no slow hash), so a copy of the database lets nobody call as the agent.
+    """
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.CharField(max_length=500, blank=True, default="")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_hint = models.CharField(
+        max_length=20, editable=False, help_text="the token's first characters, to tell tokens apart"
+    )
+    servers = models.ManyToManyField(McpServer, related_name="agents", blank=True)
+    rate_limit_per_minute = models.PositiveIntegerField(
+        default=600,
+        validators=[MinValueValidator(1), MaxValueValidator(1_000_000)],
+        help_text="gateway requests a minute, per dashboard process; more get HTTP 429",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("manage_agents", "Can add and revoke agents")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
 
 
 # Models kept in their own modules, registered with the app here: user preferences (tasksapp/prefs.py)

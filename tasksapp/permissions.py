@@ -20,6 +20,7 @@ ANSWER = "tasksapp.answer_remotetask"
 CANCEL = "tasksapp.cancel_remotetask"
 MANAGE_SERVERS = "tasksapp.change_mcpserver"
 VIEW = "tasksapp.view_remotetask"
+MANAGE_AGENTS = "tasksapp.manage_agents"
 
 
 def can(user: Any, permission: str) -> bool:
@@ -47,6 +48,7 @@ ALLOWS = {
     ANSWER: gettext_lazy("answer input requests"),
     CANCEL: gettext_lazy("cancel tasks"),
     MANAGE_SERVERS: gettext_lazy("add or edit servers"),
+    MANAGE_AGENTS: gettext_lazy("add or revoke agents"),
 }
 # role_name() returns identifiers (group names); pages show them with {% translate role_name %}.
 ROLE_WORDS = (
@@ -88,6 +90,7 @@ def roles_of(user: Any) -> dict[str, bool]:
         "can_answer": can(user, ANSWER),
         "can_cancel": can(user, CANCEL),
         "can_manage_servers": can(user, MANAGE_SERVERS),
+        "can_manage_agents": can(user, MANAGE_AGENTS),
     }
 
 
@@ -100,9 +103,10 @@ ROLE_PERMISSIONS = {
         "view_pendingcall",
         "view_operatoraction",
         "view_workerheartbeat",
+        "view_agent",
     ],
     OPERATOR: ["start_remotetask", "answer_remotetask", "cancel_remotetask"],
-    ADMIN: ["add_mcpserver", "change_mcpserver"],
+    ADMIN: ["add_mcpserver", "change_mcpserver", "manage_agents", "add_agent", "change_agent"],
 }
 
 

@@ -3,7 +3,9 @@
 from datetime import datetime
 from typing import Any
 
-from tasksapp.models import McpServer, PendingCall, RemoteTask
+from django.conf import settings
+
+from tasksapp.models import Agent, McpServer, PendingCall, RemoteTask
 
 
 def task_json(task: RemoteTask, *, events: bool = True) -> dict[str, Any]:
@@ -82,6 +84,27 @@ def server_json(server: McpServer) -> dict[str, Any]:
         "lastError": server.last_error or None,
         "consecutiveFailures": server.consecutive_failures,
         "backoffUntil": server.backoff_until.isoformat() if server.backoff_until else None,
+        "gatewayUrl": gateway_url(server),
+        "gatewayPolicy": server.gateway_policy,
+    }
+
+
+def gateway_url(server: McpServer, base: str | None = None) -> str:
+    """Where agents reach this server through the gateway (base: the dashboard's URL as reached)."""
+    return f"{(base or settings.DASHBOARD_URL).rstrip('/')}/gateway/{server.pk}/mcp"
+
+
+def agent_json(agent: Agent) -> dict[str, Any]:
+    return {
+        "id": agent.pk,
+        "name": agent.name,
+        "description": agent.description or None,
+        "tokenHint": agent.token_hint,
+        "servers": sorted(server.name for server in agent.servers.all()),
+        "rateLimitPerMinute": agent.rate_limit_per_minute,
+        "createdAt": agent.created_at.isoformat(),
+        "revokedAt": _iso(agent.revoked_at),
+        "lastUsedAt": _iso(agent.last_used_at),
     }
 
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Case, DateTimeField, F, Value, When
 from django.utils import timezone
 
 from tasksapp import crypto
@@ -139,6 +140,19 @@ def confirm(ids: set[int], at: datetime) -> None:
         RemoteTask.objects.filter(id__in=ordered[start : start + ID_CHUNK]).update(last_confirmed_at=at)
 
 
+def stamp_polled(polled: dict[int, datetime]) -> None:
+    """When the server last vouched for each of these gateway tasks, exactly (the gateway answers
+    agents from the mirror while this is recent: tasksapp/gateway/mirror.py)."""
+    items = sorted(polled.items())
+    for start in range(0, len(items), ID_CHUNK):
+        chunk = dict(items[start : start + ID_CHUNK])
+        stamp = Case(
+            *(When(pk=pk, then=Value(at, output_field=DateTimeField())) for pk, at in chunk.items()),
+            default=F("last_polled_at"),
+        )
+        RemoteTask.objects.filter(id__in=chunk).update(last_polled_at=stamp)
+
+
 def adopt(worker: str) -> set[int]:
     """At start: the active tasks a predecessor under the same name still holds, leased anew.
 
@@ -179,6 +193,7 @@ def load_tasks(ids: set[int]) -> list[TrackedTask]:
         "ttl_ms",
         "poll_interval_ms",
         "remote_created_at",
+        "agent_id",
     )
     for task in RemoteTask.objects.filter(id__in=ids).only(*columns):
         try:
@@ -194,6 +209,7 @@ def load_tasks(ids: set[int]) -> list[TrackedTask]:
                 fingerprint=stored_fingerprint(task),
                 poll_interval_ms=task.poll_interval_ms,
                 ttl_deadline=deadline.timestamp() if deadline else None,
+                gateway=task.agent_id is not None,
             )
         )
     return tracked

@@ -24,6 +24,7 @@ class TrackedTask:
     in_flight: bool = False
     pushed: bool = False  # covered by a healthy listen stream
     nudged: bool = False  # asked to poll again while a poll was in flight: poll once more after it
+    gateway: bool = False  # started by an agent: the gateway answers it from the mirror while fresh
 
 
 def poll_delay(interval_ms: int | None, *, covered: bool) -> float:

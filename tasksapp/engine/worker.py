@@ -42,6 +42,7 @@ AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to recon
 # start together (a loop turn per due time cost a few microseconds a poll at 10,000 tasks, for lag
 # of a fraction of a millisecond). A wake-up (a nudge, a task due at once) is never delayed by it.
 WAKE_STEP_SECONDS = 0.005
+GATEWAY_STAMP_SECONDS = 0.1
 
 
 def db[R](fn: Callable[..., R]) -> Callable[..., Any]:
@@ -110,6 +111,7 @@ class Worker:
         self._db_failures = 0
         self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
         self._confirmed: set[int] = set()  # polled or pushed since the last heartbeat
+        self._polled: dict[int, datetime] = {}  # gateway tasks confirmed since the last stamp: when
 
     # --- the steps ------------------------------------------------------------------------
 
@@ -211,7 +213,11 @@ class Worker:
             await self.drain()
             await self.shutdown()
             return
-        jobs = [asyncio.create_task(chores.follow_nudges(self)), asyncio.create_task(self._housekeeping())]
+        jobs = [
+            asyncio.create_task(chores.follow_nudges(self)),
+            asyncio.create_task(self._housekeeping()),
+            asyncio.create_task(self._stamp_gateway_tasks()),
+        ]
         try:
             while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 await self.poll_due()
@@ -250,6 +256,20 @@ class Worker:
                 log.exception("worker %s: housekeeping failed; retrying", self.name)
             await asyncio.sleep(max(0.05, min(next_beat, next_refresh) - time.monotonic()))
 
+    async def _stamp_gateway_tasks(self) -> None:
+        """Every tenth of a second: when the server last confirmed the gateway tasks polled since."""
+        while True:
+            await asyncio.sleep(GATEWAY_STAMP_SECONDS)
+            await self.flush_polled()
+
+    async def flush_polled(self) -> None:
+        polled, self._polled = self._polled, {}
+        if polled:
+            try:
+                await db(store.stamp_polled)(polled)
+            except CANNOT_WRITE as exc:
+                log.warning("worker %s: could not stamp gateway tasks (%s)", self.name, exc)
+
     async def flush_confirmed(self) -> None:
         """Write when the tasks polled or pushed since the last flush were last confirmed."""
         confirmed, self._confirmed = self._confirmed, set()
@@ -273,6 +293,7 @@ class Worker:
         for server in self.servers.values():
             await server.client.aclose()
         await self.flush_confirmed()
+        await self.flush_polled()
         await db(store.release)(self.name)
         await db(store.heartbeat_stop)(self.name)
 
@@ -310,6 +331,8 @@ class Worker:
         task.poll_interval_ms = snapshot.poll_interval_ms
         task.errors = 0
         self._confirmed.add(task.pk)
+        if task.gateway:
+            self._polled[task.pk] = timezone.now()
         if snapshot.is_terminal:
             self.forget(task.pk)
             await db(store.release)(self.name, [task.pk])

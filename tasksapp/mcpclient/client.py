@@ -51,6 +51,7 @@ from tasksapp.mcpclient.reading import (
     _sse_events,
     read_capped,
 )
+from tasksapp.mcpclient.relay import Relayed
 from tasksapp.mcpclient.types import (
     CallOutcome,
     DetailedTask,
@@ -69,6 +70,9 @@ from tasksapp.mcpclient.types import (
 from tasksapp.mcpclient.wire import (
     ACCEPT,
     LEGACY_VERSION,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_VERSION,
     PROTOCOL_VERSION,
     InputKinds,
     SseParser,
@@ -253,6 +257,41 @@ class McpClient:
     async def request(self, method: str, params: JsonObject | None = None) -> JsonObject:
         """Any method, with the full envelope and routing headers; returns the raw result object."""
         return await self._call(method, params or {})
+
+    async def relay(
+        self,
+        method: str,
+        request_id: int | str,
+        params: JsonObject,
+        *,
+        capabilities: JsonObject,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Relayed:
+        """Send one request on behalf of another client, for an intermediary (the gateway).
+
+        `params` are sent as given, `_meta` included, with the protocol version and `capabilities`
+        set; the routing headers, credentials, address policy and body cap are this client's. The
+        answer is returned unread and uninterpreted (a JSON-RPC error is not raised): read it
+        within `relay_deadline(method)` and close it. Modern (2026-07-28) servers only.
+        """
+        given = params.get("_meta")
+        meta = {**(given if isinstance(given, dict) else {}), META_VERSION: PROTOCOL_VERSION}
+        meta[META_CAPABILITIES] = capabilities
+        meta.setdefault(META_CLIENT_INFO, self._client_info)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": meta}}
+        headers = self._headers(method, params)
+        if extra_headers:
+            added = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in extra_headers.items()]
+            headers = [*headers, *added]
+        body = json.dumps(message, separators=(",", ":")).encode()
+        timeout = self._call_timeout if method == "tools/call" else None
+        return Relayed(await self._open(body, headers, timeout), self.max_body_bytes, method)
+
+    def relay_deadline(self, method: str) -> float:
+        """Seconds a relayed exchange may last as a whole (a tools/call: the call timeout)."""
+        if method == "tools/call":
+            return self.timeouts.call
+        return max(self.timeouts.request, self.timeouts.read)
 
     async def call_tool(
         self,

@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 
 from tasksapp.mcpclient import InputKinds, McpClient, McpError, ProtocolError, Timeouts
 from tasksapp.mcpclient.oauth import AuthorizationRequired
-from tasksapp.models import McpServer, OperatorAction, PendingCall, RemoteTask
+from tasksapp.models import Agent, McpServer, OperatorAction, PendingCall, RemoteTask
 
 # The dashboard has people who can answer all four kinds of input request.
 DASHBOARD_INPUT_KINDS = InputKinds(elicitation_form=True, elicitation_url=True, sampling=True, roots=True)
@@ -117,10 +117,13 @@ def audit(
     pending: PendingCall | None = None,
     ok: bool = True,
     detail: dict[str, Any] | None = None,
+    agent: Agent | None = None,
 ) -> None:
-    """Record an operator action in the audit log (inside the caller's transaction, if any)."""
+    """Record an operator's (or an agent's) action in the audit log (inside the caller's
+    transaction, if any)."""
     OperatorAction.objects.create(
         user=user if getattr(user, "is_authenticated", False) else None,
+        agent=agent,
         action=action,
         server=server or (task.server if task else None),
         task=task,

@@ -21,8 +21,8 @@ from tasksapp.services.common import (
 from tasksapp.services.tasks import task_note
 
 # The three elicitation actions stay apart: "cancel" (dismissed, no choice made) is not "decline".
-_AUDITED = {"decline": "decline", "cancel": "answer_cancel"}
-_VERBS = {"answer": "answered", "decline": "declined", "answer_cancel": "cancelled"}
+AUDITED_ACTIONS = {"decline": "decline", "cancel": "answer_cancel"}
+ACTION_VERBS = {"answer": "answered", "decline": "declined", "answer_cancel": "cancelled"}
 
 
 def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: Any) -> InputRequest:
@@ -40,7 +40,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
     )
     if not claimed:
         raise NotAllowed(_already(request))
-    action = _AUDITED.get(str(response.get("action")), "answer")
+    action = AUDITED_ACTIONS.get(str(response.get("action")), "answer")
     try:
         _send_update(task, key, response)
     except McpError as exc:
@@ -54,7 +54,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
         ) from exc
     with transaction.atomic():
         InputRequest.objects.filter(pk=request.pk).update(state="answered", sent_at=timezone.now())
-        verb = _VERBS[action]
+        verb = ACTION_VERBS[action]
         task_note(task=task, source="operator", note=f"{user or 'the command line'} {verb} {request.method}")
         audit(user, action, task=task, detail={"method": request.method, "action": response.get("action")})
         events.publish_task_changed(task.pk, inbox=True)
@@ -94,6 +94,10 @@ def _send_update(task: RemoteTask, key: str, response: dict[str, Any]) -> None:
 def _already(request: InputRequest) -> str:
     request.refresh_from_db()
     if request.state in ("answered", "sending"):
+        if request.answered_by_agent:
+            return _("Agent %(who)s already answered this request; nothing was sent.") % {
+                "who": request.answered_by_agent
+            }
         if request.answered_by:
             return _("%(who)s already answered this request; nothing was sent.") % {
                 "who": request.answered_by

@@ -16,7 +16,7 @@ from tasksapp.mcpclient import (
     McpClient,
     McpError,
 )
-from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
+from tasksapp.models import Agent, InputRequest, McpServer, RemoteTask, TaskEvent
 from tasksapp.services.common import (
     NotAllowed,
     RemoteFailed,
@@ -52,11 +52,19 @@ _SNAPSHOT_FIELDS = [
 
 
 def task_create(
-    *, server: McpServer, snapshot: DetailedTask, tool_name: str, arguments: dict[str, Any], user: Any
+    *,
+    server: McpServer,
+    snapshot: DetailedTask,
+    tool_name: str,
+    arguments: dict[str, Any],
+    user: Any,
+    agent: Agent | None = None,
 ) -> RemoteTask:
     """Persist a task the moment its CreateTaskResult arrives: a lost task id is gone for good."""
     with transaction.atomic():
-        task = RemoteTask(server=server, tool_name=tool_name, arguments=arguments, started_by=user)
+        task = RemoteTask(
+            server=server, tool_name=tool_name, arguments=arguments, started_by=user, agent=agent
+        )
         task.set_remote_id(snapshot.task_id)
         _copy_snapshot(task, snapshot, "create")
         task.save()

@@ -1,0 +1,126 @@
+"""The gateway's ASGI application: `/gateway/<server id>/mcp`, Streamable HTTP at 2026-07-28.
+
+Each request passes, in order: the Host and Origin checks (DNS rebinding), the agent's token (401),
+the server's place in the agent's scope (404), the agent's rate limit (429), the body cap (413),
+the JSON-RPC and header checks a server makes (400), and is then served: tasks/* from the mirror,
+subscriptions/listen from the mirror's changes, everything else by the upstream server, reached
+with the dashboard's own credentials (the agent's token never leaves the gateway).
+"""
+
+import logging
+import re
+import time
+from typing import Any
+
+from django.conf import settings
+
+from tasksapp import crypto
+from tasksapp.gateway.auth import Caller, RateLimiter, authenticate, no_such_server
+from tasksapp.gateway.envelope import Call, check_call, check_duplicates, check_notification, parse_message
+from tasksapp.gateway.errors import GatewayError, internal, invalid_request, method_not_found
+from tasksapp.gateway.forward import forward
+from tasksapp.gateway.hosts import check_host_and_origin
+from tasksapp.gateway.http import (
+    BodyTooLarge,
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    send_bytes,
+    send_json,
+)
+from tasksapp.gateway.tasks import TaskMethods
+from tasksapp.gateway.upstream import Upstreams
+from tasksapp.mcpclient.wire import TASK_METHODS
+
+log = logging.getLogger(__name__)
+PREFIX = "/gateway/"
+_PATH = re.compile(r"^/gateway/(?P<server>[0-9]{1,18})/mcp$")
+ALLOW = [(b"allow", b"POST")]
+
+
+class GatewayApp:
+    """One per process: its upstream clients, rate limits and read-throughs are the process's."""
+
+    def __init__(self) -> None:
+        self.upstreams = Upstreams()
+        self.limiter = RateLimiter()
+        self.tasks = TaskMethods(self.upstreams)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.monotonic()
+        try:
+            await self._serve(scope, receive, send)
+        except GatewayError as exc:
+            await send_json(send, exc.status, exc.body(), exc.headers)
+        except crypto.SecretUnreadable:
+            log.error("gateway: a stored secret cannot be decrypted (%s)", scope.get("path"))
+            await send_json(send, 500, internal(crypto.UNREADABLE).body())
+        finally:
+            log.debug("gateway %s took %.1f ms", scope.get("path"), (time.monotonic() - started) * 1000)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope["headers"])
+        check_host_and_origin(scope, headers)
+        match = _PATH.match(scope["path"])
+        if match is None:
+            raise no_such_server()
+        caller = await authenticate(headers, int(match["server"]))
+        if scope["method"] != "POST":
+            raise GatewayError(405, -32600, "Method not allowed: POST one JSON-RPC message", headers=ALLOW)
+        self.limiter.take(caller.agent)
+        _check_media(headers)
+        try:
+            body = await read_body(receive, headers, settings.MCP_GATEWAY_MAX_BODY_BYTES)
+        except BodyTooLarge:
+            limit = settings.MCP_GATEWAY_MAX_BODY_BYTES
+            raise GatewayError(413, -32600, f"Request body too large: at most {limit} bytes") from None
+        message = parse_message(body)
+        if "id" not in message:
+            check_notification(headers)
+            await send_bytes(send, 202)  # no client notification is defined at 2026-07-28: nothing to do
+            return
+        request_id = message["id"]
+        try:
+            check_duplicates(headers)
+            call = check_call(message, headers)
+            await self._dispatch(caller, call, send)
+        except GatewayError as exc:
+            exc.request_id = request_id
+            raise
+
+    async def _dispatch(self, caller: Caller, call: Call, send: Send) -> None:
+        if not caller.server.enabled:
+            raise GatewayError(503, -32603, f"{caller.server.name} is disabled by an administrator")
+        if call.method in TASK_METHODS:
+            result = await self.tasks.handle(caller, call)
+            await send_json(send, 200, {"jsonrpc": "2.0", "id": call.id, "result": result})
+        elif call.method == "subscriptions/listen" or call.method in ("tasks/result", "tasks/list"):
+            raise method_not_found(call.method)
+        else:
+            await forward(self.upstreams, caller, call, send)
+
+
+def _check_media(headers: Headers) -> None:
+    accept = (headers.get("accept") or "").lower()
+    if "application/json" not in accept or "text/event-stream" not in accept:
+        raise GatewayError(
+            406, -32600, "Not Acceptable: Accept must list application/json and text/event-stream"
+        )
+    content_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise invalid_request("Content-Type must be application/json")
+
+
+class GatewayRouter:
+    """ASGI: HTTP requests under /gateway/ go to the gateway, everything else to `fallback`."""
+
+    def __init__(self, gateway: Any, fallback: Any) -> None:
+        self.gateway, self.fallback = gateway, fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(PREFIX):
+            await self.gateway(scope, receive, send)
+        else:
+            await self.fallback(scope, receive, send)

@@ -1,0 +1,99 @@
+"""Who is calling, and may they: the bearer token names an agent, the agent's scope names servers,
+and each agent has a request budget per minute in this process.
+
+No token, an unknown one or a revoked one: HTTP 401. A server outside the agent's scope, or no
+such server, or an archived one: HTTP 404, the same answer for all three (nothing to probe).
+"""
+
+import time
+from dataclasses import dataclass
+
+from django.db.models import Prefetch
+
+from tasksapp.connections import db_step
+from tasksapp.gateway.errors import NOT_FOUND, RATE_LIMITED, UNAUTHORIZED, GatewayError
+from tasksapp.gateway.http import Headers
+from tasksapp.models import LARGE_SERVER_COLUMNS, Agent, McpServer
+from tasksapp.services.agents import token_digest
+
+CHALLENGE = [(b"www-authenticate", b'Bearer realm="mcp-tasks-dashboard gateway"')]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The agent behind a request and the server it asked for (large columns left out)."""
+
+    agent: Agent
+    server: McpServer
+
+
+def unauthorized(why: str) -> GatewayError:
+    return GatewayError(401, UNAUTHORIZED, f"Unauthorized: {why}", headers=CHALLENGE)
+
+
+def no_such_server() -> GatewayError:
+    return GatewayError(404, NOT_FOUND, "No such MCP server for this agent")
+
+
+def bearer_token(headers: Headers) -> str:
+    values = headers.get_all("authorization")
+    if not values:
+        raise unauthorized("send 'Authorization: Bearer <agent token>'")
+    scheme, _, token = values[0].partition(" ")
+    if len(values) > 1 or scheme.lower() != "bearer" or not token.strip():
+        raise unauthorized("send 'Authorization: Bearer <agent token>'")
+    return token.strip()
+
+
+def _resolve(digest: str, server_id: int) -> Caller | bool | None:
+    """The caller; None for no such agent (or revoked); False for a server outside its scope."""
+    servers = McpServer.objects.filter(pk=server_id, archived=False).defer(*LARGE_SERVER_COLUMNS)
+    servers = servers.select_related("authorization")
+    agent = (
+        Agent.objects.filter(token_hash=digest, revoked_at__isnull=True)
+        .prefetch_related(Prefetch("servers", queryset=servers, to_attr="asked"))
+        .first()
+    )
+    if agent is None:
+        return None
+    asked: list[McpServer] = agent.asked
+    return Caller(agent=agent, server=asked[0]) if asked else False
+
+
+resolve = db_step(_resolve)
+
+
+async def authenticate(headers: Headers, server_id: int) -> Caller:
+    found = await resolve(token_digest(bearer_token(headers)), server_id)
+    if found is None:
+        raise unauthorized("unknown or revoked agent token")
+    if found is False:
+        raise no_such_server()
+    assert isinstance(found, Caller)
+    return found
+
+
+class RateLimiter:
+    """A token bucket per agent: `rate_limit_per_minute` a minute, bursts of a tenth of a minute."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, tuple[float, float]] = {}  # agent id -> (tokens, at)
+
+    def take(self, agent: Agent, now: float | None = None) -> None:
+        """Spend one request of the agent's budget; GatewayError 429 with Retry-After when spent."""
+        now = time.monotonic() if now is None else now
+        rate = agent.rate_limit_per_minute / 60.0
+        capacity = max(5.0, agent.rate_limit_per_minute / 10.0)
+        tokens, at = self._buckets.get(agent.pk, (capacity, now))
+        tokens = min(capacity, tokens + (now - at) * rate)
+        if tokens < 1.0:
+            self._buckets[agent.pk] = (tokens, now)
+            wait = max(1, int((1.0 - tokens) / rate + 0.999))
+            raise GatewayError(
+                429,
+                RATE_LIMITED,
+                f"Too many requests: agent {agent.name} may make {agent.rate_limit_per_minute} a minute",
+                {"retryAfterSeconds": wait},
+                headers=[(b"retry-after", str(wait).encode())],
+            )
+        self._buckets[agent.pk] = (tokens - 1.0, now)

@@ -1,0 +1,142 @@
+"""Every method but tasks/* and subscriptions/listen goes upstream, and its answer comes back as
+the upstream sent it: JSON or SSE, errors included. A tools/call answered with a task is mirrored
+first, attributed to the agent, so the agent can ask the gateway about it at once.
+"""
+
+import asyncio
+import logging
+from typing import Any
+
+from tasksapp.connections import CANNOT_WRITE, db_step
+from tasksapp.gateway.auth import Caller
+from tasksapp.gateway.envelope import Call
+from tasksapp.gateway.errors import UPSTREAM_FAILED, GatewayError, internal
+from tasksapp.gateway.http import Send, SseResponse, send_bytes
+from tasksapp.gateway.upstream import Upstreams, upstream_capabilities
+from tasksapp.mcpclient import InputRequired, InvalidResponse, McpError, TaskCreated, TransportError
+from tasksapp.mcpclient.oauth import AuthorizationRequired
+from tasksapp.mcpclient.relay import Relayed
+from tasksapp.mcpclient.types import parse_call_outcome
+from tasksapp.services import CallFailed, oauth_mark_needed
+from tasksapp.services.gateway import gateway_call_record, gateway_task_create
+
+log = logging.getLogger(__name__)
+JsonObject = dict[str, Any]
+# Upstream answers passed on with their status; credentials refused upstream are the dashboard's
+# business, never the agent's (its challenge would send the agent to the upstream's OAuth).
+_REFUSED = (401, 403)
+
+
+async def forward(upstreams: Upstreams, caller: Caller, call: Call, send: Send) -> str:
+    """Relay one call; returns the outcome for the traffic figures ("ok" or "error")."""
+    server = caller.server
+    tool = str(call.params.get("name", "")) if call.method == "tools/call" else ""
+    people = server.input_policy(tool) != "agent"
+    capabilities = upstream_capabilities(call.capabilities, people_answer=people)
+    extra = {f"Mcp-Param-{name}": value for name, value in call.param_headers}
+    try:
+        async with upstreams.client(server) as client:
+            async with asyncio.timeout(client.relay_deadline(call.method)):
+                relayed = await client.relay(
+                    call.method, call.id or 0, call.params, capabilities=capabilities, extra_headers=extra
+                )
+                try:
+                    return await _pass_on(relayed, caller, call, send)
+                finally:
+                    await relayed.aclose()
+    except TimeoutError:
+        raise GatewayError(504, UPSTREAM_FAILED, f"{server.name} did not answer in time") from None
+    except AuthorizationRequired as exc:
+        await db_step(oauth_mark_needed)(server_id=server.pk, exc=exc)
+        raise _unreachable(server.name, "it needs authorization: an admin must connect it") from None
+    except TransportError as exc:
+        raise _unreachable(server.name, str(exc)) from None
+
+
+def _unreachable(name: str, why: str) -> GatewayError:
+    return GatewayError(502, UPSTREAM_FAILED, f"The gateway could not reach {name}: {why}")
+
+
+async def _pass_on(relayed: Relayed, caller: Caller, call: Call, send: Send) -> str:
+    if relayed.status in _REFUSED:
+        raise _unreachable(
+            caller.server.name, f"it refused the dashboard's credentials (HTTP {relayed.status})"
+        )
+    if relayed.kind == "sse":
+        return await _pass_on_stream(relayed, caller, call, send)
+    body = await relayed.body()
+    message = await relayed.json() if relayed.kind == "json" else None
+    outcome = "error" if relayed.status >= 400 or _is_error(message) else "ok"
+    if isinstance(message, dict) and call.method == "tools/call":
+        await _settle_call(caller, call, message)
+    content_type = relayed.content_type.encode("latin-1") or None
+    extra = [(b"retry-after", str(int(relayed.retry_after)).encode())] if relayed.retry_after else []
+    await send_bytes(send, relayed.status, body, content_type, extra)
+    return outcome
+
+
+async def _pass_on_stream(relayed: Relayed, caller: Caller, call: Call, send: Send) -> str:
+    stream = SseResponse(send)
+    await stream.open(relayed.status)
+    outcome = "error"
+    try:
+        async for message in relayed.messages():
+            final = message.get("id") == call.id and ("result" in message or "error" in message)
+            if final and call.method == "tools/call":
+                try:
+                    await _settle_call(caller, call, message)
+                except GatewayError as exc:
+                    exc.request_id = call.id
+                    message = exc.body()
+            await stream.message(message)
+            if final:
+                outcome = "error" if _is_error(message) else "ok"
+                break
+    except McpError as exc:
+        # Headers are sent: the agent sees the stream end without an answer (outcome unknown).
+        log.warning("gateway: relaying %s from %s broke off: %s", call.method, caller.server.name, exc)
+    await stream.close()
+    return outcome
+
+
+def _is_error(message: Any) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("error"), dict)
+
+
+async def _settle_call(caller: Caller, call: Call, message: JsonObject) -> None:
+    """Before the agent hears the answer: a task goes into the mirror; any other outcome is audited."""
+    tool, arguments = str(call.params.get("name")), call.params.get("arguments")
+    arguments = arguments if isinstance(arguments, dict) else {}
+    record = db_step(gateway_call_record)
+    if _is_error(message):
+        error = str(message["error"].get("message", ""))[:500] or "error"
+        await record(server=caller.server, agent=caller.agent, tool=tool, outcome="error", error=error)
+        return
+    try:
+        outcome = parse_call_outcome(message.get("result"))
+    except InvalidResponse as exc:
+        await record(server=caller.server, agent=caller.agent, tool=tool, outcome="error", error=str(exc))
+        return
+    if not isinstance(outcome, TaskCreated):
+        kind = "input_required" if isinstance(outcome, InputRequired) else "result"
+        await record(server=caller.server, agent=caller.agent, tool=tool, outcome=kind)
+        return
+    try:
+        await db_step(gateway_task_create)(
+            server=caller.server, agent=caller.agent, snapshot=outcome.task, tool=tool, arguments=arguments
+        )
+    except CallFailed as exc:
+        raise internal(str(exc)) from None
+    except CANNOT_WRITE as exc:
+        log.error(
+            "gateway: task %s (%s on %s) was started but not recorded: %s",
+            outcome.task.task_id,
+            tool,
+            caller.server.name,
+            exc,
+        )
+        raise internal(
+            f"{caller.server.name} started task {outcome.task.task_id}, but the dashboard's database is "
+            "unreachable, so it could not be recorded; ask an operator to adopt it "
+            "(manage.py tasks adopt). Do not call the tool again."
+        ) from None
