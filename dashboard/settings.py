@@ -178,12 +178,16 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Login throttling (django-axes, tasksapp/login_throttle.py): per account and per address, on
-# /login/ and /admin/login/; failures are logged and kept in the admin (Axes → access failures).
+# Login throttling (django-axes, tasksapp/login_throttle.py): per (account, address) pair, with much
+# higher limits per account and per address, on /login/ and /admin/login/; failures are logged and
+# kept in the admin (Axes → access failures).
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_HANDLER = "tasksapp.login_throttle.PairThenWideThrottle"
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_ACCOUNT_FAILURE_LIMIT = env_int("LOGIN_ACCOUNT_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT, minimum=1)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username", "ip_address"]  # login_throttle: this order
 AXES_RESET_ON_SUCCESS = True
 AXES_ENABLE_ACCESS_FAILURE_LOG = True
 AXES_LOCKOUT_CALLABLE = "tasksapp.login_throttle.locked_out"

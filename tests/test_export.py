@@ -88,3 +88,24 @@ def test_exports_need_a_role() -> None:
     nobody = logged_in(User.objects.create_user("nobody"))  # no role
     for url in (reverse("tasks:export", args=["csv"]), reverse("tasks:audit-export", args=["csv"])):
         assert nobody.get(url).status_code == 403
+
+
+def test_an_export_another_site_asked_for_is_refused_and_not_audited() -> None:
+    """A link or image on another site makes the browser send Sec-Fetch-Site: cross-site (or
+    same-site from a sibling subdomain): refused before anything is exported or audited."""
+    task(server(), "echo")
+    client = logged_in(person("vera", "viewer"))
+    for url in (
+        reverse("tasks:export", args=["csv"]),
+        reverse("tasks:export", args=["jsonl"]),
+        "/audit/export.csv",
+    ):
+        before = OperatorAction.objects.filter(action="export").count()
+        for site in ("cross-site", "same-site", "Cross-Site"):
+            refused = client.get(url, headers={"sec-fetch-site": site, "sec-fetch-mode": "navigate"})
+            assert refused.status_code == 403, (url, site)
+            assert "Another site asked for this" in refused.content.decode()
+        assert OperatorAction.objects.filter(action="export").count() == before  # nothing recorded
+        for allowed in ({"sec-fetch-site": "same-origin"}, {"sec-fetch-site": "none"}, {}):
+            body(client.get(url, headers=allowed))  # its own page, a bookmark, a script
+    assert OperatorAction.objects.filter(action="export").count() == 9

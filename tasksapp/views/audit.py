@@ -12,7 +12,7 @@ from tasksapp.models import McpServer, OperatorAction
 from tasksapp.permissions import VIEW, require
 from tasksapp.queryparams import bad_ids, parse_id
 from tasksapp.search import day_end, day_start
-from tasksapp.views.common import page
+from tasksapp.views.common import not_cross_site, page
 
 PAGE_SIZE = 100
 FILTERS = ("user", "server", "action", "from", "to")
@@ -41,6 +41,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 
 @require(VIEW)
+@not_cross_site
 def audit_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     if fmt not in exports.FORMATS:
         raise Http404("Export as csv or jsonl.")

@@ -1,14 +1,23 @@
 """What every page shares: the role flags, the nav entry, and the live-update socket URL."""
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 
 from tasksapp.permissions import role_name, roles_of
 
-__all__ = ["page", "permission_denied", "role_name", "safe_next"]
+__all__ = ["not_cross_site", "page", "permission_denied", "role_name", "safe_next"]
+
+# Fetch Metadata: what the browser says started the request. Another site (or a sibling
+# subdomain, "same-site") may not; the dashboard's own pages, and a typed URL or bookmark ("none"),
+# may. Without the header (scripts, browsers from before 2023) the request is not refused.
+OTHER_SITES = frozenset({"cross-site", "same-site"})
 
 
 def page(
@@ -29,6 +38,23 @@ def page(
         "live_url": f"/ws/live/?{urlencode(live)}" if live else None,
     }
     return render(request, template, full, status=status)
+
+
+def not_cross_site[**P, R](view: Callable[P, R]) -> Callable[P, R]:
+    """For GETs that do something (an export writes an audit entry): refuse them, 403, when the
+    browser says another site asked (`Sec-Fetch-Site`), so a link elsewhere cannot make a
+    logged-in person do it. The first argument of the view is the request."""
+
+    @wraps(view)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        request = args[0]
+        assert isinstance(request, HttpRequest)
+        if request.headers.get("Sec-Fetch-Site", "").lower() in OTHER_SITES:
+            refused = _("Another site asked for this, so it was refused. Open it from the dashboard.")
+            raise PermissionDenied(refused)
+        return view(*args, **kwargs)
+
+    return checked
 
 
 def safe_next(request: HttpRequest, fallback: str) -> str:

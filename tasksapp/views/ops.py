@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from tasksapp import exports, metrics, search, services
 from tasksapp.models import McpServer
 from tasksapp.permissions import CANCEL, MANAGE_SERVERS, VIEW, can, require
-from tasksapp.views.common import page
+from tasksapp.views.common import not_cross_site, page
 
 
 @login_not_required
@@ -43,6 +43,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 @require(VIEW)
+@not_cross_site
 def task_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
     """The filtered, sorted task list as a streamed download; task ids only for who may act on tasks.
     A filter that is not an id is a 400 naming it (a download has no page to say it was ignored)."""
