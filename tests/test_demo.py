@@ -1,9 +1,11 @@
 """`manage.py demo` as a person starts it: twice in a row, with a port taken, then in the admin site."""
 
+import json
 import os
 import re
 import signal
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -74,14 +77,17 @@ def log_in(client: httpx.Client, password: str) -> httpx.Response:
     return client.post("/admin/login/?next=/admin/", data=data, follow_redirects=True)
 
 
-def test_demo_keeps_the_password_and_its_user_can_assign_roles(tmp_path: Path) -> None:
+def test_a_restarted_demo_keeps_the_password_and_the_reference_servers_tasks(tmp_path: Path) -> None:
     with running_demo(tmp_path) as (_, first):
-        pass
+        task = manage(tmp_path, "call", "reference", "run_forever", '{"delay": 30}')["task"]
     kept = tmp_path / "demo_password"
     assert kept.read_text().strip() == first
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
-    with running_demo(tmp_path) as (url, second):
+    assert (tmp_path / "reference-server-tasks.json").exists()  # next to the demo's database
+    with running_demo(tmp_path) as (url, second), sqlite3.connect(tmp_path / "demo.sqlite3") as database:
         assert second == first  # a restart logs nobody out
+        row = wait_for_news_of(database, task["id"])
+        assert row[:2] == (0, "working"), row  # not expired: the restarted server still knows the task
         with httpx.Client(base_url=url, timeout=30) as admin:
             assert "Site administration" in log_in(admin, second).text
             users = admin.get("/admin/auth/user/")
@@ -94,6 +100,30 @@ def test_demo_keeps_the_password_and_its_user_can_assign_roles(tmp_path: Path) -
     with running_demo(tmp_path, "--password", "a-new-one-for-tests") as (_, third):
         assert third == "a-new-one-for-tests"
     assert kept.read_text().strip() == "a-new-one-for-tests"
+
+
+def manage(var: Path, *args: str) -> Any:
+    run = subprocess.run(
+        [sys.executable, "manage.py", *args, "--json"],
+        cwd=ROOT,
+        env=demo_env(var),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def wait_for_news_of(database: sqlite3.Connection, task_id: int) -> tuple[Any, ...]:
+    """The task's row once the worker has heard about it again (it changed, expired or was confirmed)."""
+    query = "SELECT expired, status, last_confirmed_at FROM tasksapp_remotetask WHERE id = ?"
+    before = database.execute(query, (task_id,)).fetchone()
+    deadline = time.monotonic() + 30
+    while (row := database.execute(query, (task_id,)).fetchone()) == before:
+        assert time.monotonic() < deadline, row
+        time.sleep(0.1)
+    return tuple(row)
 
 
 def test_demo_on_a_busy_port_exits_non_zero_with_a_hint(tmp_path: Path) -> None:

@@ -270,3 +270,24 @@ def test_the_pending_page_after_an_mrtr_answer_shows_the_result_as_content(
     assert "input needed before it can start" not in html, html
     assert "&#x27;type&#x27;" not in html and "'type'" not in html  # no Python dict
     assert '<pre class="text-block">No name was given' in html
+
+
+def test_an_expired_task_says_whether_its_server_lost_it_or_its_ttl_ran_out() -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.opsdata import server, task
+
+    now = timezone.now()
+    alpha, viewer = server(), client_for("viewer")
+    forgotten = "the server no longer knows this task (-32602)"
+    lost = task(alpha, expired=True, expired_at=now, remote_created_at=now - timedelta(minutes=1))
+    RemoteTask.objects.filter(pk=lost.pk).update(ttl_ms=15 * 60 * 1000, last_error=forgotten)
+    ran_out = task(alpha, expired=True, expired_at=now, remote_created_at=now - timedelta(seconds=3))
+    RemoteTask.objects.filter(pk=ran_out.pk).update(ttl_ms=2000, last_error=forgotten)
+
+    page = viewer.get(reverse("tasks:detail", args=[lost.pk])).content.decode()
+    assert "although its TTL had 14m 0s left: the server was probably restarted" in page
+    page = viewer.get(reverse("tasks:detail", args=[ran_out.pk])).content.decode()
+    assert "Its TTL ran out at <time" in page and "restarted" not in page

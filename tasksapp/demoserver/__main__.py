@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from .server import build_server, create_app
 
@@ -36,6 +37,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--tools-page-size", type=int, default=100, help="tools per tools/list page (default 100)"
     )
+    parser.add_argument(
+        "--state-file",
+        type=Path,
+        metavar="PATH",
+        help="keep the tasks in this JSON file across restarts (default: in memory only)",
+    )
     parser.add_argument("--debug", action="store_true", help="enable the /_debug/* endpoints")
     parser.add_argument("--log-level", default="info", choices=_LOG_LEVELS)
     args = parser.parse_args(argv)
@@ -58,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         debug=args.debug,
         allowed_hosts=[args.host, *args.allowed_host],
         tools_page_size=args.tools_page_size,
+        state_file=args.state_file,
     )
 
     def announce(url: str) -> None:

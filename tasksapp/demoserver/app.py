@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from . import streams
@@ -36,6 +37,7 @@ from .hosts import HostGuard
 from .hub import Hub
 from .listen import honoured_filter, serve_listen
 from .methods import Methods
+from .persist import TaskFile
 from .protocol import ErrorCode, JsonObject, RpcError, error_message, result_message
 from .signing import Signer
 from .tasks import TaskStore
@@ -57,9 +59,10 @@ class DemoServerApp:
         debug: bool,
         allowed_hosts: Iterable[str] = (),
         tools_page_size: int = 100,
+        state_file: Path | None = None,
     ) -> None:
         self.hub = Hub()
-        self.store = TaskStore(self.hub)
+        self.store = TaskStore(self.hub, TaskFile(state_file) if state_file is not None else None)
         self.methods = Methods(self.store, Signer(), poll_interval_ms, tools_page_size)
         self.keepalive_seconds = keepalive_seconds
         self.hosts = HostGuard(allowed_hosts)
@@ -115,6 +118,9 @@ class DemoServerApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                restored = self.store.restore(self.methods.task_body)
+                if restored:
+                    logger.info("%d tasks kept from before the restart", restored)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.hub.close_all()

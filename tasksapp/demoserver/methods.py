@@ -143,7 +143,7 @@ class Methods:
         if tool.immediate is not None and not as_task:
             return {"resultType": "complete", **await tool.immediate(arguments)}
         start = tool.start(arguments, self._poll_interval_ms)
-        record = self._store.create(start, _bind(tool, arguments))
+        record = self._store.create(start, _bind(tool, arguments), tool=tool.name, arguments=arguments)
         return {"resultType": "task", **record.snapshot()}
 
     def _call_context(self, purpose: str, request: Request, arguments: Arguments) -> CallContext:
@@ -217,6 +217,11 @@ class Methods:
     async def _tasks_cancel(self, request: Request) -> JsonObject:
         self._store.cancel(self._task_id(request))
         return dict(_ACK)
+
+    def task_body(self, name: str, arguments: JsonObject) -> TaskBody | None:
+        """The body a task of tool `name` runs with these arguments (a restart runs it again)."""
+        tool = TOOLS_BY_NAME.get(name)
+        return _bind(tool, arguments) if tool is not None and tool.task is not None else None
 
     def _task_id(self, request: Request) -> str:
         """The checks every tasks/* request shares: capability, taskId, then Mcp-Name."""

@@ -8,6 +8,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -22,14 +23,17 @@ def create_app(
     debug: bool = False,
     allowed_hosts: Iterable[str] = (),
     tools_page_size: int = 100,
+    state_file: Path | None = None,
 ) -> DemoServerApp:
-    """`allowed_hosts`: Host/Origin names accepted besides the loopback ones ("*": any)."""
+    """`allowed_hosts`: Host/Origin names accepted besides the loopback ones ("*": any).
+    `state_file`: keep the tasks there across restarts (default: in memory only)."""
     return DemoServerApp(
         poll_interval_ms=poll_interval_ms,
         keepalive_seconds=keepalive_seconds,
         debug=debug,
         allowed_hosts=allowed_hosts,
         tools_page_size=tools_page_size,
+        state_file=state_file,
     )
 
 

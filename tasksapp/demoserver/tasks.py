@@ -1,4 +1,7 @@
-"""The in-memory task store: records, the one place state changes, expiry, input rounds."""
+"""The task store: records, the one place state changes, expiry, input rounds.
+
+In memory, and, given a TaskFile, saved after every change so a restart brings the tasks back.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +14,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .hub import Hub
+from .persist import TaskFile, times
 from .protocol import ErrorCode, JsonObject, RpcError, task_not_found
 
 logger = logging.getLogger(__name__)
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 DEFAULT_TTL_MS = 15 * 60 * 1000
+SAVE_DELAY_SECONDS = 0.2  # changes within this are saved together
+RESUMED = "Resumed after the server restarted: the tool started again from the same arguments."
 _MUTABLE_FIELDS = frozenset(
     {"status", "status_message", "ttl_ms", "poll_interval_ms", "input_requests", "result", "error"}
 )
@@ -64,6 +70,8 @@ class TaskRecord:
     error: JsonObject | None = None
     round: InputRound | None = None
     used_keys: set[str] = field(default_factory=set)
+    tool: str = ""
+    arguments: JsonObject = field(default_factory=dict)
     runner: asyncio.Task[None] | None = None
     expiry: asyncio.TimerHandle | None = None
     deleted: bool = False
@@ -141,16 +149,25 @@ class TaskContext:
 TaskBody = Callable[[TaskContext], Awaitable[JsonObject]]
 
 
+Rebuild = Callable[[str, JsonObject], TaskBody | None]  # (tool, arguments) -> its body, if it still exists
+
+
 class TaskStore:
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, task_file: TaskFile | None = None) -> None:
         self._hub = hub
         self._tasks: dict[str, TaskRecord] = {}
+        self._file = task_file
+        self._save_soon: asyncio.TimerHandle | None = None
+        self._closing = False
 
     @property
     def count(self) -> int:
         return len(self._tasks)
 
-    def create(self, start: TaskStart, body: TaskBody) -> TaskRecord:
+    def create(
+        self, start: TaskStart, body: TaskBody, *, tool: str = "", arguments: JsonObject | None = None
+    ) -> TaskRecord:
+        """A new working task running `body`; `tool` and `arguments` let a restart run it again."""
         now = datetime.now(UTC)
         record = TaskRecord(
             task_id=secrets.token_urlsafe(32),
@@ -160,13 +177,36 @@ class TaskStore:
             last_updated_at=now,
             ttl_ms=start.ttl_ms,
             poll_interval_ms=start.poll_interval_ms,
+            tool=tool,
+            arguments=dict(arguments or {}),
         )
         self._tasks[record.task_id] = record
-        loop = asyncio.get_running_loop()
-        if start.ttl_ms is not None:
-            record.expiry = loop.call_later(start.ttl_ms / 1000, self._expire, record.task_id)
-        record.runner = loop.create_task(self._run(record, body), name=f"task-{record.task_id}")
+        self._watch(record)
+        record.runner = asyncio.get_running_loop().create_task(
+            self._run(record, body), name=f"task-{record.task_id}"
+        )
+        self._changed()
         return record
+
+    def restore(self, rebuild: Rebuild) -> int:
+        """Bring back the tasks saved before a restart; call once, in the loop, before serving.
+
+        Finished tasks keep their results. A task that was running (or waiting for input) runs its
+        tool again from the same arguments under the same taskId, createdAt and TTL, since its
+        progress died with the old process. Tasks whose TTL passed meanwhile stay gone. Returns
+        how many came back.
+        """
+        now = datetime.now(UTC)
+        for saved in self._file.load() if self._file is not None else []:
+            record = _record_of(saved)
+            if record.expired(now) or record.task_id in self._tasks:
+                continue
+            self._tasks[record.task_id] = record
+            self._watch(record)
+            if not record.terminal:
+                self._resume(record, rebuild(record.tool, record.arguments))
+        self._save()
+        return len(self._tasks)
 
     def get(self, task_id: str) -> TaskRecord:
         record = self._tasks.get(task_id)
@@ -193,7 +233,7 @@ class TaskStore:
         unknown = changes.keys() - _MUTABLE_FIELDS
         if unknown:
             raise TypeError(f"not a mutable task field: {sorted(unknown)}")
-        if record.deleted or record.terminal:
+        if record.deleted or record.terminal or self._closing:
             return False
         real = {name: value for name, value in changes.items() if getattr(record, name) != value}
         if not real:
@@ -204,6 +244,7 @@ class TaskStore:
         now = datetime.now(UTC)
         record.last_updated_at = max(now, record.last_updated_at + timedelta(microseconds=1))
         self._hub.publish(record.task_id, record.snapshot())
+        self._changed()
         return True
 
     def answer(self, task_id: str, responses: Mapping[str, Any]) -> None:
@@ -235,7 +276,10 @@ class TaskStore:
             record.runner.cancel()
 
     def close(self) -> None:
-        """Stops every running task; used on shutdown."""
+        """Stops every running task; used on shutdown. With a TaskFile, saves them first, as they
+        are (a task stopped by the shutdown is not recorded as cancelled: it resumes on restart)."""
+        self._closing = True
+        self._save()
         for record in self._tasks.values():
             if record.expiry is not None:
                 record.expiry.cancel()
@@ -271,6 +315,63 @@ class TaskStore:
         if record.runner is not None and not record.runner.done():
             record.runner.cancel()
         logger.info("task %s expired and was deleted", task_id)
+        self._changed()
+
+    def _watch(self, record: TaskRecord) -> None:
+        """Delete the record when its TTL (counted from createdAt) passes."""
+        if record.ttl_ms is None:
+            return
+        left = (record.created_at + timedelta(milliseconds=record.ttl_ms) - datetime.now(UTC)).total_seconds()
+        record.expiry = asyncio.get_running_loop().call_later(max(0.0, left), self._expire, record.task_id)
+
+    def _resume(self, record: TaskRecord, body: TaskBody | None) -> None:
+        record.round = None
+        if body is None:
+            error = {"code": ErrorCode.INTERNAL_ERROR.value, "message": f"Unknown tool: {record.tool}"}
+            self._finish(
+                record, status="failed", status_message="The server restarted without this tool.", error=error
+            )
+            return
+        self.change(record, status="working", status_message=RESUMED, input_requests={})
+        record.runner = asyncio.get_running_loop().create_task(
+            self._run(record, body), name=f"task-{record.task_id}"
+        )
+
+    def _changed(self) -> None:
+        """Save soon (changes close together are written once)."""
+        if self._file is None or self._closing or self._save_soon is not None:
+            return
+        self._save_soon = asyncio.get_running_loop().call_later(SAVE_DELAY_SECONDS, self._save)
+
+    def _save(self) -> None:
+        if self._save_soon is not None:
+            self._save_soon.cancel()
+            self._save_soon = None
+        if self._file is None:
+            return
+        try:
+            self._file.save(self._tasks.values())
+        except OSError as exc:
+            logger.warning("could not save the tasks to %s: %s", self._file.path, exc)
+
+
+def _record_of(saved: JsonObject) -> TaskRecord:
+    created_at, last_updated_at = times(saved)
+    return TaskRecord(
+        task_id=saved["task_id"],
+        status=saved["status"],
+        status_message=saved.get("status_message"),
+        created_at=created_at,
+        last_updated_at=last_updated_at,
+        ttl_ms=saved.get("ttl_ms"),
+        poll_interval_ms=saved["poll_interval_ms"],
+        input_requests=saved.get("input_requests") or {},
+        result=saved.get("result"),
+        error=saved.get("error"),
+        used_keys=set(saved.get("used_keys") or ()),
+        tool=saved.get("tool") or "",
+        arguments=saved.get("arguments") or {},
+    )
 
 
 def _iso(moment: datetime) -> str:

@@ -4,8 +4,8 @@ from typing import Any
 from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from tasksapp import lifecycle as lifecycle_module
@@ -76,6 +76,30 @@ def ago(moment: datetime | None) -> SafeString | str:
 def markdown(text: Any) -> SafeString:
     """A server's markdown (tool descriptions) as sanitised HTML: tasksapp/markdown.py."""
     return markdown_module.render(text)
+
+
+@register.simple_tag
+def expiry_note(task: Any) -> SafeString:
+    """What happened to an expired task, in words a person can act on: lost before its TTL ran out
+    (its server restarted without keeping tasks, most likely), or gone after its TTL."""
+    deadline = task.ttl_deadline
+    expired_at = task.expired_at or timezone.now()
+    if deadline is None:
+        text = _(
+            "The server no longer knows this task, although it set no TTL: the server was probably "
+            "restarted without keeping its tasks."
+        )
+        return format_html("{}", text)
+    if expired_at < deadline:
+        text = _(
+            "The server no longer knows this task, although its TTL had %(left)s left: the server "
+            "was probably restarted without keeping its tasks."
+        ) % {"left": elapsed(expired_at, deadline)}
+        return format_html("{}", text)
+    sentence = conditional_escape(
+        _("Its TTL ran out at %(when)s, and a server may delete a task once its TTL has passed.")
+    )
+    return mark_safe(sentence % {"when": stamp(deadline, "H:i:s")})  # noqa: S308 (escaped, then a <time>)
 
 
 @register.simple_tag

@@ -59,7 +59,9 @@ class Command(BaseCommand):
             settings.OUTBOUND_ALLOWED_HOSTS = list(LOOPBACK)
         call_command("migrate", verbosity=0, interactive=False)
         try:
-            mcp = run_in_thread(host=options["host"], port=options["mcp_port"], poll_interval_ms=500)
+            mcp = run_in_thread(
+                host=options["host"], port=options["mcp_port"], poll_interval_ms=500, state_file=_task_file()
+            )
         except RuntimeError as exc:
             raise CommandError(f"{exc}: is port {options['mcp_port']} taken? Use --mcp-port.") from None
         password = self._demo_user(options["username"], options["password"])
@@ -78,7 +80,8 @@ class Command(BaseCommand):
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
             f"\nMCP Tasks Dashboard: {url}\n  log in as {options['username']} / {password}\n"
-            f"  reference MCP server: {mcp.url}\n  database: {settings.DATABASES['default']['NAME']}\n"
+            f"  reference MCP server: {mcp.url} (its tasks kept in {_task_file()})\n"
+            f"  database: {settings.DATABASES['default']['NAME']}\n"
             "  Ctrl-C stops everything.\n"
         )
         self.stdout.flush()
@@ -163,7 +166,18 @@ class Command(BaseCommand):
 
 
 STOP_SECONDS = 10.0
+TASK_FILE = "reference-server-tasks.json"
 log = logging.getLogger(__name__)
+
+
+def _task_file() -> Path:
+    """Where the reference server keeps its tasks across restarts: next to the SQLite database (its
+    tasks belong with that mirror), else in the var directory."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3") and str(database["NAME"]) != ":memory:":
+        return Path(database["NAME"]).parent / TASK_FILE
+    return Path(settings.VAR_DIR) / TASK_FILE
+
 
 _BUSY_HINT = (
     "the port is in use (another `manage.py demo` still running?). Stop it, or choose a free port "
