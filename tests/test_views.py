@@ -269,7 +269,7 @@ def test_the_pending_page_after_an_mrtr_answer_shows_the_result_as_content(
     assert "No name was given, so there is nobody to greet." in html
     assert "input needed before it can start" not in html, html
     assert "&#x27;type&#x27;" not in html and "'type'" not in html  # no Python dict
-    assert '<pre class="text-block">No name was given' in html
+    assert '<pre class="text-block" tabindex="0">No name was given' in html
 
 
 def test_an_expired_task_says_whether_its_server_lost_it_or_its_ttl_ran_out() -> None:

@@ -121,19 +121,28 @@
     form.appendChild(input);
   }, true);
 
+  // '4s', '3m 12s', '2h 5m', '3d 4h': the same units as the pages the server renders
+  // (seconds_text in tasksapp/templatetags/dashboard.py), so a live update never changes the format.
+  function duration(secs) {
+    var d = Math.floor(secs / 86400), h = Math.floor((secs % 86400) / 3600);
+    var m = Math.floor((secs % 3600) / 60), s = secs % 60;
+    if (d) { return d + "d " + h + "h"; }
+    if (h) { return h + "h " + m + "m"; }
+    return m ? m + "m " + s + "s" : s + "s";
+  }
+  window.durationText = duration;
+
   function tick() {
     var now = Date.now();
     document.querySelectorAll("[data-deadline]").forEach(function (el) {
       var left = Math.round((Date.parse(el.dataset.deadline) - now) / 1000);
       if (isNaN(left)) { return; }
-      if (left <= 0) { el.textContent = uiString("ttl_passed"); return; }
-      var h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
-      el.textContent = uiString("time_left", { time: (h ? h + "h " : "") + (h || m ? m + "m " : "") + s + "s" });
+      el.textContent = left > 0 ? uiString("ttl_left", { time: duration(left) }) : uiString("ttl_passed");
     });
-    document.querySelectorAll("[data-since]").forEach(function (el) {
-      var secs = Math.max(0, Math.round((now - Date.parse(el.dataset.since)) / 1000));
-      var h = Math.floor(secs / 3600), m = Math.floor((secs % 3600) / 60), s = secs % 60;
-      el.textContent = (h ? h + "h " : "") + (h || m ? m + "m " : "") + s + "s";
+    document.querySelectorAll("[data-since]:not(#live-sync)").forEach(function (el) {
+      var since = Date.parse(el.dataset.since);
+      if (isNaN(since)) { return; }
+      el.textContent = duration(Math.max(0, Math.round((now - since) / 1000)));
     });
   }
   setInterval(tick, 1000);

@@ -326,6 +326,8 @@ def _apply_preview(server: McpServer, preview: DiscoveryPreview) -> None:
     server.tools = [tool.raw for tool in preview.tools]
     server.tools_note = preview.tools_note
     server.discovered_at = timezone.now()
+    # It answered: healthy from registration on, not "unknown" until a task has been polled.
+    server.last_success_at = server.discovered_at
     # Discovery re-evaluates push: unknown until the worker tries it (a refusal then sets False).
     server.listen_supported = False if found.era == "legacy" else None
 

@@ -24,8 +24,13 @@ def elapsed(start: datetime | None, end: datetime | None) -> str:
 
 
 def seconds_text(seconds: int) -> str:
-    hours, rest = divmod(seconds, 3600)
+    """'4s', '3m 12s', '2h 5m', '3d 4h': two units at most. app.js's `duration()` writes the same, so
+    a live counter and a page the server rendered never disagree."""
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
     minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
     if hours:
         return f"{hours}h {minutes}m"
     return f"{minutes}m {seconds}s" if minutes else f"{seconds}s"
@@ -70,6 +75,31 @@ def ago(moment: datetime | None) -> SafeString | str:
         return _("never")
     text = _("%(elapsed)s ago") % {"elapsed": elapsed(moment, timezone.now())}
     return format_html('<span class="ago" title="{}">{}</span>', absolute(moment), text)
+
+
+@register.simple_tag
+def running_for(since: datetime) -> SafeString:
+    """How long since `since`, counting up in the browser (app.js reads data-since), in the units of
+    `elapsed`; the start time, with its zone, on hover."""
+    return format_html(
+        '<span data-since="{}" title="{}">{}</span>',
+        since.isoformat(),
+        _("started %(when)s") % {"when": absolute(since)},
+        elapsed(since, timezone.now()),
+    )
+
+
+@register.simple_tag
+def ttl_left(deadline: datetime) -> SafeString:
+    """'TTL 14m 20s left' or 'TTL passed', counting down in the browser (app.js reads data-deadline)."""
+    left = int((deadline - timezone.now()).total_seconds())
+    text = _("TTL %(time)s left") % {"time": seconds_text(left)} if left > 0 else _("TTL passed")
+    return format_html(
+        '<span data-deadline="{}" title="{}">{}</span>',
+        deadline.isoformat(),
+        _("the server may forget this task after %(when)s") % {"when": absolute(deadline)},
+        text,
+    )
 
 
 @register.filter

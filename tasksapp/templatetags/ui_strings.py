@@ -18,7 +18,7 @@ STRINGS = {
     "reconnecting": _("reconnecting…"),
     "signed_out": _("signed out"),
     "ttl_passed": _("TTL passed"),
-    "time_left": _("%(time)s left"),
+    "ttl_left": _("TTL %(time)s left"),
     "running": _("Running…"),
     "run": _("Run"),
     "waiting": _(
@@ -26,6 +26,7 @@ STRINGS = {
         "The tool runs on the server; leaving this page does not stop it."
     ),
     "copied": _("Copied"),
+    "picked": _("%(count)s selected"),
     "unsupported": _("unsupported"),
 }
 

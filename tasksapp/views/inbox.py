@@ -167,6 +167,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "query": urlencode({key: value for key, value in filters.items() if value}),
         "inbox_next": request.get_full_path(),
         "now": time.time(),
+        "picked_all": request.GET.get("picked") == "all",  # "select all" without JavaScript
     }
     # The socket gets the filters too, so a question pushed live is added only if it matches them.
     live = {"page": "inbox", **{key: value for key, value in filters.items() if value}}

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.cache import cache
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -24,6 +25,8 @@ from tasksapp.views.common import page
 LONG_RUNNING = 10
 ANSWER_SAMPLE = 2000  # the latest answered input requests the time-to-answer percentiles read
 LIVE_INTERVAL_SECONDS = 1.0
+STOPPED_SHOWN = timedelta(minutes=10)
+CHART_SLOT, CHART_HEIGHT = 30, 100  # the chart's SVG: one 30-unit slot per hour, bars 0-100 high
 _render_lock = threading.Lock()
 
 
@@ -39,7 +42,7 @@ def overview_context() -> dict[str, Any]:
     return {
         "tiles": counts.status_tiles(),
         "servers": list(McpServer.objects.defer("tools", "capabilities", "instructions")),
-        "workers": list(WorkerHeartbeat.objects.filter(last_beat_at__gte=now - timedelta(days=1))[:20]),
+        "workers": workers_shown(now),
         "long_running": long_running(),
         "chart": hourly_chart(now),
         "answer_times": answer_times(),
@@ -77,6 +80,13 @@ def _shared_render(key: str, roles: dict[str, bool], interval: float) -> str:
     return str(html)
 
 
+def workers_shown(now: datetime) -> list[WorkerHeartbeat]:
+    """The workers panel: every live worker; one that stopped cleanly for STOPPED_SHOWN after it said so
+    (its figures are gone with it); one that fell silent without saying so for a day (an incident)."""
+    silent = Q(stopped_at__isnull=True, last_beat_at__gte=now - timedelta(days=1))
+    return list(WorkerHeartbeat.objects.filter(silent | Q(stopped_at__gte=now - STOPPED_SHOWN))[:20])
+
+
 def long_running() -> list[RemoteTask]:
     """The oldest active tasks: the first few of each active status, merged. Each is read in the order
     of index task_status_age and stops after a few rows; the servers are a subquery, not a join, or
@@ -103,15 +113,18 @@ def hourly_chart(now: datetime) -> dict[str, Any]:
         local = timezone.localtime(hour)
         bars.append(
             {
-                "x": 30 + i * 27,
+                "x": i * CHART_SLOT + 4,
                 "label": local.strftime("%H") if local.minute == 0 else local.strftime("%H:%M"),
+                # Labels every third hour (every sixth on a phone: app.css), whatever the zone's offset.
+                "tick": local.hour % 3 == 0,
+                "major": local.hour % 6 == 0,
                 "range": f"{local:%H:%M}-{timezone.localtime(hour + timedelta(hours=1)):%H:%M}",
                 "started": s,
                 "finished": f,
-                "h_started": round(100 * s / peak),
-                "h_finished": round(100 * f / peak),
-                "y_started": 110 - round(100 * s / peak),
-                "y_finished": 110 - round(100 * f / peak),
+                "h_started": round(CHART_HEIGHT * s / peak),
+                "h_finished": round(CHART_HEIGHT * f / peak),
+                "y_started": CHART_HEIGHT - round(CHART_HEIGHT * s / peak),
+                "y_finished": CHART_HEIGHT - round(CHART_HEIGHT * f / peak),
             }
         )
     return {
@@ -120,6 +133,8 @@ def hourly_chart(now: datetime) -> dict[str, Any]:
         "total_started": sum(started.values()),
         "total_finished": sum(finished.values()),
         "zone": timezone.get_current_timezone_name(),
+        "width": CHART_SLOT * 24,
+        "half": CHART_HEIGHT // 2,
     }
 
 

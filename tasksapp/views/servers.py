@@ -115,16 +115,7 @@ def server_add(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                     timeouts=_timeouts(data, McpServer()),
                 )
-                count = len(server.tools)
-                messages.success(
-                    request,
-                    ngettext(
-                        "Server %(name)s added (%(era)s, %(count)d tool).",
-                        "Server %(name)s added (%(era)s, %(count)d tools).",
-                        count,
-                    )
-                    % {"name": server.name, "era": server.era, "count": count},
-                )
+                messages.success(request, added_message(server))
                 if server.tools_note:
                     messages.warning(request, server.tools_note)
                 return redirect("tasks:server-tools", pk=server.pk)
@@ -137,6 +128,21 @@ def server_add(request: HttpRequest) -> HttpResponse:
         {"form": form, "preview": preview, "adding": True},
         nav="servers",
     )
+
+
+def added_message(server: McpServer) -> str:
+    """What adding a server says: what it offers, or, for one behind OAuth (nothing discovered yet),
+    what to do next."""
+    if server.discovered_at is None:
+        return _("Server %(name)s added. It needs authorization: use Connect below to sign in.") % {
+            "name": server.name
+        }
+    count = len(server.tools)
+    return ngettext(
+        "Server %(name)s added (%(era)s, %(count)d tool).",
+        "Server %(name)s added (%(era)s, %(count)d tools).",
+        count,
+    ) % {"name": server.name, "era": server.get_era_display(), "count": count}
 
 
 def _timeouts(data: dict[str, Any], server: McpServer) -> tuple[int, int]:

@@ -44,7 +44,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
     current = Paginator(ordered, PAGE_SIZE).get_page(request.GET.get("page"))
     ignored = search.ignored(filters)
     query = request.GET.copy()
-    for key in ("page", "sort", *ignored):  # the links add their own page and sort; never bad ids
+    for key in ("page", "sort", "picked", *ignored):  # the links add their own page and sort; never bad ids
         query.pop(key, None)
     earlier, later = PAGER_WORDS.get(sort, (gettext_lazy("previous"), gettext_lazy("next")))
     context = {
@@ -60,6 +60,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "earlier": earlier,
         "later": later,
         "ignored": [(key, filters[key]) for key in ignored],
+        "picked_all": request.GET.get("picked") == "all",  # "select all" without JavaScript
     }
     fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
     live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}

@@ -35,7 +35,7 @@ def test_register_a_server_run_a_tool_and_watch_it_finish_live(
     expect(page).to_have_url(re.compile(r"/servers/add/$"))  # a preview saves nothing
 
     page.get_by_role("button", name="Discover and save").click()
-    expect(page.locator(".messages")).to_contain_text("Server ui-reference added (modern,")
+    expect(page.locator(".messages")).to_contain_text("Server ui-reference added (2026-07-28,")
     expect(page.locator("h1")).to_contain_text("ui-reference")
 
     pk = run_tool(page, "ui-reference", "slow_count", n=4, delay=1.0)

@@ -111,10 +111,11 @@ def check_menu_and_tables(page: Page, width: int, pk: int) -> None:
         expect(page.get_by_role("link", name="Audit log")).to_be_visible()
         assert page.evaluate(OVERFLOW) <= 0, "the open menu scrolls sideways"
         page.goto("/tasks/")
-        # Each cell says its column (a live update may replace the row meanwhile: ask the page as it is).
+        # A row is a card: id, tool and status need no words; the other cells say their column (a
+        # live update may replace the row meanwhile: ask the page as it is).
         page.wait_for_function(
-            """pk => { const td = document.querySelector(`#task-row-${pk} td[data-label="Tool"]`);
-                       return td && getComputedStyle(td, "::before").content === '"Tool: "'; }""",
+            """pk => { const td = document.querySelector(`#task-row-${pk} td[data-label="Server"]`);
+                       return td && getComputedStyle(td, "::before").content === '"Server: "'; }""",
             arg=pk,
         )
         expect(page.locator("table thead")).not_to_be_in_viewport()

@@ -3,6 +3,7 @@ server, Connect and the callback (state, iss), encrypted storage, the worker pol
 token, refreshing it, losing it (tasks kept) and polling again after a reconnect."""
 
 import asyncio
+import re
 
 import httpx
 import pytest
@@ -32,6 +33,18 @@ def admin() -> tuple[Client, User]:
 
 def add_protected(protected: RunningPeer, user: User) -> McpServer:
     return services.server_create(name="guarded", url=protected.url, headers={}, user=user)
+
+
+def test_adding_a_protected_server_says_what_to_do_next(
+    protected: RunningPeer, admin: tuple[Client, User]
+) -> None:
+    client, _ = admin
+    fields = {"name": "guarded", "url": protected.url, "save": "1"}
+    page = client.post(reverse("tasks:server-add"), fields, follow=True).content.decode()
+    flash = re.search(r'<ul class="messages">(.*?)</ul>', page, re.S)
+    assert flash, page[:3000]
+    assert "Server guarded added. It needs authorization: use Connect below to sign in." in flash.group(1)
+    assert "( ," not in flash.group(1) and "0 tools" not in flash.group(1)
 
 
 def connect(client: Client, server: McpServer, *, tamper: str = "") -> httpx.Response | object:
