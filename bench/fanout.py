@@ -89,7 +89,7 @@ SESSIONS = """
 import json
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import Group, User
-from django.contrib.sessions.backends.db import SessionStore
+from tasksapp.sessions import SessionStore  # the engine settings.SESSION_ENGINE names
 from tasksapp.permissions import ensure_roles
 ensure_roles()
 keys = []

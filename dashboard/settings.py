@@ -213,6 +213,8 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 
+# Sessions in the database under a keyed hash of their key, never the key (tasksapp/sessions.py).
+SESSION_ENGINE = "tasksapp.sessions"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG and env_bool("HTTPS", False))
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

@@ -695,11 +695,12 @@ class Agent(models.Model):
         return self.revoked_at is None
 
 
-# Models kept in their own modules, registered with the app here: user preferences (tasksapp/prefs.py)
-# and notifications (tasksapp/notify/models.py).
+# Models kept in their own modules, registered with the app here: user preferences (tasksapp/prefs.py),
+# notifications (tasksapp/notify/models.py) and sessions (tasksapp/sessions.py).
 from tasksapp.notify.models import (  # noqa: E402, F401
     NotificationOutbox,
     NotificationPreference,
     NotifyCursor,
 )
 from tasksapp.prefs import UserPreference  # noqa: E402, F401
+from tasksapp.sessions import HashedSession  # noqa: E402, F401
