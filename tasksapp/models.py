@@ -503,6 +503,8 @@ class OperatorAction(models.Model):
         AGENT_EDIT = "agent_edit", _("edited agent")
         AGENT_REVOKE = "agent_revoke", _("revoked agent")
         GATEWAY_POLICY = "gateway_policy", _("changed who answers gateway tasks")
+        NOTIFY_SETTINGS = "notify_settings", _("changed notification settings")
+        NOTIFY_RETRY = "notify_retry", _("retried notifications")
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

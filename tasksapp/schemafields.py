@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 from django.utils.html import escape
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 JsonObject = dict[str, Any]
 
@@ -28,7 +29,7 @@ MAX_LABEL = 200
 MAX_HELP = 2000
 MAX_STRING = 100_000
 MAX_CHOICE_VALUE = 1000
-NOT_ANSWERED = "— (not answered)"
+NOT_ANSWERED = gettext_lazy("— (not answered)")
 NOT_REPRESENTABLE = object()
 
 # Keywords that change which values exist rather than constrain one; only the shapes of
@@ -192,7 +193,7 @@ class OptionalBooleanField(JsonValueField, forms.ChoiceField):
     """Yes / No / not answered: an untouched optional boolean is left out of the answer."""
 
     def __init__(self, **kwargs: Any) -> None:
-        choices = [("", NOT_ANSWERED), ("true", "Yes"), ("false", "No")]
+        choices = [("", NOT_ANSWERED), ("true", _("Yes")), ("false", _("No"))]
         super().__init__(choices=choices, required=False, **kwargs)
 
     def clean(self, value: Any) -> bool | None:
@@ -284,7 +285,8 @@ def _checked_options(pairs: list[tuple[Any, Any]]) -> list[tuple[str, str]]:
 def _choice_field(schema: JsonObject, required: bool) -> JsonValueField:
     options = _options(schema, titled_key="oneOf")
     has_default = isinstance(schema.get("default"), str) and schema["default"] in dict(options)
-    blank = [] if required and has_default else [("", NOT_ANSWERED if not required else "— choose —")]
+    placeholder = str(NOT_ANSWERED) if not required else _("— choose —")
+    blank = [] if required and has_default else [("", placeholder)]
     return SingleChoiceField(choices=blank + options, required=required)
 
 

@@ -2,6 +2,7 @@
 record what changed (timeouts included) with secrets masked; archive and export are audited too."""
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -76,3 +77,35 @@ def test_a_server_edit_records_every_change_with_secrets_masked(demo_registered:
     assert changes["call_timeout_seconds"] == [600, 900]
     page = shown(logged_in(person("vera", "viewer")), action="server_edit")
     assert "read_timeout_seconds: 30 → 45" in page and "sk-live" not in page
+
+
+def test_notification_changes_and_retries_are_labelled_and_filterable() -> None:
+    from tasksapp.notify.models import NotificationOutbox
+    from tasksapp.notify.send import outbox_retry
+
+    ada = person("ada", "admin")
+    client = logged_in(ada)
+    assert client.post(reverse("tasks:notify"), {"events": ["failed"]}).status_code == 302
+    outbox_retry(rows=NotificationOutbox.objects.none(), user=ada)
+
+    page = shown(client)
+    assert '<option value="notify_settings"' in page and '<option value="notify_retry"' in page
+    assert rows(page) == ["retried notifications", "changed notification settings"]  # not raw keys
+    assert rows(shown(client, action="notify_retry")) == ["retried notifications"]
+
+
+def rows(page: str) -> list[str]:
+    """What each audit row says was done (the "Did" column), newest first."""
+    return [
+        re.sub(r"<.*", "", cell, flags=re.S).strip()
+        for cell in re.findall(r'data-label="Did">(.*?)</td>', page, re.S)
+    ]
+
+
+def test_an_export_is_summarised_in_the_readers_language() -> None:
+    client = logged_in(person("ada", "admin"))
+    assert client.get(reverse("tasks:export", args=["csv"]), {"status": "working"}).status_code == 200
+    english = shown(client)
+    assert "the task list as CSV (status=working)" in english
+    chinese = client.get(reverse("tasks:audit"), headers={"accept-language": "zh-Hans"}).content.decode()
+    assert "任务列表\uff08CSV\uff09 (status=working)" in chinese and "as CSV" not in chinese

@@ -10,7 +10,7 @@
   if (box) {
     // The settings page: say what the browser allows, and ask for permission on a click.
     var state = document.getElementById("notify-state");
-    var show = function () { state.textContent = ("Notification" in window) ? Notification.permission : say("unsupported"); };
+    var show = function () { state.textContent = ("Notification" in window) ? say("permission_" + Notification.permission) : say("unsupported"); };
     show();
     document.getElementById("notify-permission").addEventListener("click", function () {
       if ("Notification" in window) { Notification.requestPermission().then(show); }

@@ -7,6 +7,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from tasksapp import lifecycle as lifecycle_module
 from tasksapp import markdown as markdown_module
@@ -106,6 +107,27 @@ def ttl_left(deadline: datetime) -> SafeString:
 def markdown(text: Any) -> SafeString:
     """A server's markdown (tool descriptions) as sanitised HTML: tasksapp/markdown.py."""
     return markdown_module.render(text)
+
+
+EXPORTED = {"tasks": gettext_lazy("the task list"), "audit": gettext_lazy("the audit log")}
+EXPORT_FORMATS = {"csv": "CSV", "jsonl": "JSON Lines"}
+
+
+@register.filter
+def audit_summary(entry: Any) -> str:
+    """An audit entry's one-line detail, in the reader's language where the dashboard wrote it
+    (an export: what, as which format, filtered how); otherwise the summary recorded with it."""
+    detail = entry.detail if isinstance(entry.detail, dict) else {}
+    if entry.action != "export":
+        return str(detail.get("summary") or "")
+    what, fmt = str(detail.get("what", "")), str(detail.get("format", ""))
+    text = _("%(what)s as %(format)s") % {
+        "what": EXPORTED.get(what, what),
+        "format": EXPORT_FORMATS.get(fmt, fmt),
+    }
+    filters = detail.get("filters")
+    shown = ", ".join(f"{key}={value}" for key, value in filters.items()) if isinstance(filters, dict) else ""
+    return f"{text} ({shown})" if shown else text
 
 
 @register.simple_tag

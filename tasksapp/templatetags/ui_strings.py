@@ -28,6 +28,10 @@ STRINGS = {
     "copied": _("Copied"),
     "picked": _("%(count)s selected"),
     "unsupported": _("unsupported"),
+    # Notification.permission, as the settings page shows it
+    "permission_default": _("not allowed yet"),
+    "permission_granted": _("allowed"),
+    "permission_denied": _("blocked in this browser's settings"),
 }
 
 

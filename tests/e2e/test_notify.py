@@ -52,9 +52,9 @@ def test_a_failed_task_is_told_in_every_open_tab_of_who_asked_and_opens_the_task
     settings.get_by_label("Browser notifications on this dashboard").check()
     settings.get_by_role("button", name="Save").click()
     expect(settings.locator(".messages")).to_contain_text("Notification settings saved.")
-    expect(settings.locator("#notify-state")).to_have_text("default")
+    expect(settings.locator("#notify-state")).to_have_text("not allowed yet")
     settings.get_by_role("button", name="Allow browser notifications").click()
-    expect(settings.locator("#notify-state")).to_have_text("granted")
+    expect(settings.locator("#notify-state")).to_have_text("allowed")
 
     watching = context.new_page()
     watching.goto("/tasks/")
