@@ -1,7 +1,6 @@
 """Screenshots of the dashboard for the docs, taken from a real `manage.py demo` in Chromium.
 
-    .venv/bin/python bench/screenshots.py [--out docs/screenshots] [--keep]
-        [--views light:1280:en,dark:1280:en,light:390:en,dark:390:en]
+    .venv/bin/python bench/screenshots.py [--out docs/screenshots] [--keep] [--views VIEWS]
 
 1. starts `manage.py demo` (Daphne + websockets, the worker, the reference MCP server, one
    process) on free loopback ports with a fresh SQLite database in a temp dir;
@@ -14,10 +13,11 @@
 5. saves full-page PNGs, 1280 px wide: overview, task-list, task-detail (the completed
    rich_result), task-running (the running slow_count and its timeline), elicitation-form (the
    ask_form task page: every field type) and inbox; then, for every other view in --views
-   (theme:width:language, e.g. dark:1280:en, light:390:en, light:1280:zh-Hans), overview, task-list,
-   task-detail, task-running and inbox again, named e.g. overview-dark.png, overview-390.png,
-   overview-zh-hans.png (the theme is the browser's prefers-color-scheme, the language its
-   Accept-Language);
+   (theme:width:language; by default 390, 1280 and 1920 px, light and dark, English and Chinese:
+   DEFAULT_VIEWS), overview, task-list, task-detail, task-running and inbox again, named e.g.
+   overview-dark.png, overview-390.png, overview-1920-zh-hans.png (the theme is the browser's
+   prefers-color-scheme, the language its Accept-Language; Chinese needs a CJK font installed,
+   e.g. Debian's fonts-noto-cjk, which `.ci/setup --test` installs);
 6. stops the demo with SIGINT and checks it said "stopped cleanly".
 
 `Demo` and `browser()` are reused by bench/ui.py.
@@ -221,6 +221,18 @@ def shoot(page: Any, path: Path) -> None:
 
 
 DEFAULT_VIEW = ("light", 1280, "en")
+DEFAULT_VIEWS = ",".join(
+    [
+        "light:1280:en",
+        "dark:1280:en",
+        "light:390:en",
+        "dark:390:en",
+        "light:1920:en",
+        "dark:1920:zh-Hans",
+        "light:1280:zh-Hans",
+        "light:390:zh-Hans",
+    ]
+)
 VIEW_PAGES = ("overview", "task-list", "task-detail", "task-running", "inbox")
 
 
@@ -250,7 +262,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (database) afterwards")
     parser.add_argument(
         "--views",
-        default="light:1280:en,dark:1280:en,light:390:en,dark:390:en",
+        default=DEFAULT_VIEWS,
         help="theme:width:language, comma-separated; the first light:1280:en makes the plain names",
     )
     args = parser.parse_args()
