@@ -280,6 +280,7 @@ MCP_GATEWAY_MAX_BODY_BYTES = env_int("MCP_GATEWAY_MAX_BODY_BYTES", 1024 * 1024, 
 MCP_GATEWAY_ALLOWED_ORIGINS = env_list("MCP_GATEWAY_ALLOWED_ORIGINS", "")
 MCP_GATEWAY_FRESH_SLACK_MS = env_int("MCP_GATEWAY_FRESH_SLACK_MS", 250, minimum=0)
 MCP_GATEWAY_KEEPALIVE_SECONDS = env_int("MCP_GATEWAY_KEEPALIVE_SECONDS", 15, minimum=1)
+MCP_GATEWAY_MAX_STREAMS = env_int("MCP_GATEWAY_MAX_STREAMS", 10, minimum=1)
 
 # The live layer (docs/live.md): frames, catch-up, sockets' lifetime; the Content-Security-Policy.
 LIVE_MAX_FRAME_BYTES = env_int("LIVE_MAX_FRAME_BYTES", 256 * 1024, minimum=16 * 1024)

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 from tasksapp import services
 from tasksapp.mcpclient.wire import parse_header_lines
 from tasksapp.models import (
+    Agent,
     InputRequest,
     McpServer,
     OperatorAction,
@@ -22,6 +23,7 @@ from tasksapp.models import (
     TaskEvent,
     WorkerHeartbeat,
 )
+from tasksapp.services.agents import agent_create, agent_revoke, agent_update
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic only in django-stubs
@@ -143,6 +145,67 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic onl
 
 class _NotSaved(Exception):
     pass
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic only in django-stubs
+    """Agents through the services: adding one makes its token and shows it once (a message);
+    revoking is an action; nothing deletes an agent (its tasks keep its name)."""
+
+    list_display = ["name", "token_hint", "revoked_at", "rate_limit_per_minute", "last_used_at", "created_at"]
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "description"]
+    filter_horizontal = ["servers"]
+    fields = [
+        "name",
+        "description",
+        "servers",
+        "rate_limit_per_minute",
+        "token_hint",
+        "revoked_at",
+        "last_used_at",
+    ]
+    readonly_fields = ["token_hint", "revoked_at", "last_used_at"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [*self.readonly_fields, "name"] if obj is not None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
+        if change:
+            return  # servers and fields are saved in save_related, through the service
+        agent, token = agent_create(
+            name=obj.name,
+            servers=form.cleaned_data["servers"],
+            user=request.user,
+            description=obj.description,
+            rate_limit=obj.rate_limit_per_minute,
+        )
+        obj.pk, obj.token_hash = agent.pk, agent.token_hash
+        self.message_user(
+            request,
+            _("Agent %(name)s added. Its token, shown only now: %(token)s")
+            % {"name": agent.name, "token": token},
+            messages.WARNING,
+        )
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        agent = form.instance
+        agent_update(
+            agent=Agent.objects.get(pk=agent.pk),
+            servers=form.cleaned_data["servers"],
+            user=request.user,
+            description=agent.description,
+            rate_limit=agent.rate_limit_per_minute,
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description=gettext_lazy("Revoke: their tokens stop working at once"))
+    def revoke(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        for agent in queryset.filter(revoked_at__isnull=True):
+            agent_revoke(agent=agent, user=request.user)
 
 
 class InputRequestInline(admin.TabularInline):  # type: ignore[type-arg]

@@ -21,6 +21,11 @@ from tasksapp import crypto
 
 TERMINAL = ("completed", "failed", "cancelled")
 GATEWAY_POLICIES = ("either", "people", "agent")
+GATEWAY_POLICY_CHOICES = [
+    ("either", _("the agent or a person, first answer wins")),
+    ("people", _("people only: withheld from the agent")),
+    ("agent", _("the agent only: read-only in the inbox")),
+]
 
 
 class McpServer(models.Model):
@@ -73,11 +78,7 @@ class McpServer(models.Model):
 
     gateway_policy = models.CharField(
         max_length=10,
-        choices=[
-            ("either", _("the agent or a person, first answer wins")),
-            ("people", _("people only: withheld from the agent")),
-            ("agent", _("the agent only: read-only in the inbox")),
-        ],
+        choices=GATEWAY_POLICY_CHOICES,
         default="either",
         help_text="who answers the input requests of tasks started through the gateway",
     )
@@ -218,7 +219,7 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
 
     def for_detail(self) -> "RemoteTaskQuerySet":
         """A task's page: the task whole, its server without the columns only server pages show."""
-        return self.select_related("server", "started_by").defer(*_server_large("server__"))
+        return self.select_related("server", "started_by", "agent").defer(*_server_large("server__"))
 
     def with_display_status(self, status: str) -> "RemoteTaskQuerySet":
         """Filter by the label people see, including the dashboard's own refinements."""
@@ -353,6 +354,21 @@ class RemoteTask(models.Model):
         if self.server.enabled and not self.server.consecutive_failures:
             return None
         return self.last_confirmed_at or self.last_seen_at or self.created_at
+
+    @property
+    def answered_by_agent_only(self) -> str:
+        """The agent's name when only it may answer this task's questions (a gateway task under the
+        `agent` policy: read-only for people); empty otherwise."""
+        if self.agent_id is None or self.server.input_policy(self.tool_name) != "agent":
+            return ""
+        return str(self.agent)
+
+    @property
+    def starter(self) -> str:
+        """Who started the task, for people: the agent's name, a user's, or empty (the command line)."""
+        if self.agent_id is not None:
+            return str(self.agent)
+        return str(self.started_by) if self.started_by_id is not None else ""
 
     @property
     def display_status(self) -> str:

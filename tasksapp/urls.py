@@ -2,6 +2,7 @@ from django.urls import path, register_converter
 
 from tasksapp.toolpaths import ToolNameConverter
 from tasksapp.views import (
+    agents,
     audit,
     bulk_tasks,
     inbox,
@@ -55,4 +56,7 @@ urlpatterns = [
     path("inbox/bulk/", inbox_bulk.inbox_bulk, name="inbox-bulk"),
     path("tasks/bulk/", bulk_tasks.task_bulk, name="bulk"),
     path("notifications/", notify.notify_settings, name="notify"),
+    path("agents/", agents.agent_list, name="agents"),
+    path("agents/<int:pk>/revoke/", agents.agent_revoke_view, name="agent-revoke"),
+    path("servers/<int:pk>/gateway/", agents.gateway_policy, name="gateway-policy"),
 ]

@@ -30,6 +30,8 @@ from tasksapp.gateway.http import (
     send_bytes,
     send_json,
 )
+from tasksapp.gateway.listen import Listens
+from tasksapp.gateway.params import ParamHeaders
 from tasksapp.gateway.tasks import TaskMethods
 from tasksapp.gateway.upstream import Upstreams
 from tasksapp.mcpclient.wire import TASK_METHODS
@@ -47,6 +49,8 @@ class GatewayApp:
         self.upstreams = Upstreams()
         self.limiter = RateLimiter()
         self.tasks = TaskMethods(self.upstreams)
+        self.params = ParamHeaders()
+        self.listens = Listens(self.tasks)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.monotonic()
@@ -85,21 +89,23 @@ class GatewayApp:
         try:
             check_duplicates(headers)
             call = check_call(message, headers)
-            await self._dispatch(caller, call, send)
+            await self._dispatch(caller, call, receive, send)
         except GatewayError as exc:
             exc.request_id = request_id
             raise
 
-    async def _dispatch(self, caller: Caller, call: Call, send: Send) -> None:
+    async def _dispatch(self, caller: Caller, call: Call, receive: Receive, send: Send) -> None:
         if not caller.server.enabled:
             raise GatewayError(503, -32603, f"{caller.server.name} is disabled by an administrator")
         if call.method in TASK_METHODS:
             result = await self.tasks.handle(caller, call)
             await send_json(send, 200, {"jsonrpc": "2.0", "id": call.id, "result": result})
-        elif call.method == "subscriptions/listen" or call.method in ("tasks/result", "tasks/list"):
+        elif call.method == "subscriptions/listen":
+            await self.listens.serve(caller, call, receive, send)
+        elif call.method in ("tasks/result", "tasks/list"):
             raise method_not_found(call.method)
         else:
-            await forward(self.upstreams, caller, call, send)
+            await forward(self.upstreams, self.params, caller, call, send)
 
 
 def _check_media(headers: Headers) -> None:

@@ -39,7 +39,7 @@ class Call:
     params: JsonObject
     capabilities: JsonObject
     mcp_name: str | None
-    param_headers: tuple[tuple[str, str], ...]  # (lowercased X of Mcp-Param-X, decoded value)
+    param_headers: tuple[tuple[str, str], ...]  # (lowercased X of Mcp-Param-X, value as sent)
 
     @property
     def declares_tasks(self) -> bool:

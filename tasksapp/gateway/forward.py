@@ -12,6 +12,7 @@ from tasksapp.gateway.auth import Caller
 from tasksapp.gateway.envelope import Call
 from tasksapp.gateway.errors import UPSTREAM_FAILED, GatewayError, internal
 from tasksapp.gateway.http import Send, SseResponse, send_bytes
+from tasksapp.gateway.params import ParamHeaders
 from tasksapp.gateway.upstream import Upstreams, upstream_capabilities
 from tasksapp.mcpclient import InputRequired, InvalidResponse, McpError, TaskCreated, TransportError
 from tasksapp.mcpclient.oauth import AuthorizationRequired
@@ -27,13 +28,15 @@ JsonObject = dict[str, Any]
 _REFUSED = (401, 403)
 
 
-async def forward(upstreams: Upstreams, caller: Caller, call: Call, send: Send) -> str:
+async def forward(upstreams: Upstreams, params: ParamHeaders, caller: Caller, call: Call, send: Send) -> str:
     """Relay one call; returns the outcome for the traffic figures ("ok" or "error")."""
     server = caller.server
     tool = str(call.params.get("name", "")) if call.method == "tools/call" else ""
     people = server.input_policy(tool) != "agent"
     capabilities = upstream_capabilities(call.capabilities, people_answer=people)
     extra = {f"Mcp-Param-{name}": value for name, value in call.param_headers}
+    if call.method == "tools/call":
+        extra = await params.for_call(server, tool, call.params.get("arguments"), call.param_headers)
     try:
         async with upstreams.client(server) as client:
             async with asyncio.timeout(client.relay_deadline(call.method)):

@@ -63,12 +63,13 @@ class TaskMethods:
 
     async def _get(self, caller: Caller, task: MirroredTask) -> JsonObject:
         if not task.fresh(timezone.now()):
-            task = await self._read_through(caller, task)
+            task = await self.refreshed(caller, task)
         if task.expired:
             raise unknown_task()
         return {"resultType": "complete", **task.detailed}
 
-    async def _read_through(self, caller: Caller, task: MirroredTask) -> MirroredTask:
+    async def refreshed(self, caller: Caller, task: MirroredTask) -> MirroredTask:
+        """The task as the mirror holds it after asking the server (once, however many ask at once)."""
         running = self._reading.get(task.pk)
         if running is None:
             running = self._reading[task.pk] = asyncio.ensure_future(self._ask(caller, task))

@@ -441,7 +441,8 @@ class InboxPage(LivePage):
         task = RemoteTask.objects.select_related("server").filter(pk=pk).first()
         if task is None:
             return None
-        rows = inbox_view.filtered_open(self.filters).filter(task=task).select_related("task__server")
+        rows = inbox_view.filtered_open(self.filters).filter(task=task)
+        rows = rows.select_related("task__server", "task__agent")
         live = not task.is_terminal and not task.expired
         item = {"task": task, "inputs": [input_view(row) for row in rows] if live else []}
         context = {"item": item, "request": _Request("/inbox/"), **self.flags}

@@ -32,6 +32,7 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
     one wins and sends; the other gets NotAllowed. A failed send puts the row back to open.
     """
     refuse_archived(task.server)
+    refuse_agents_own(task)
     request = InputRequest.objects.filter(task=task, key_hash__in=crypto.fingerprints(key)).first()
     if request is None:
         raise NotAllowed(_("This input request is unknown for this task."))
@@ -61,6 +62,18 @@ def task_answer(*, task: RemoteTask, key: str, response: dict[str, Any], user: A
         events.nudge_workers(task.pk)
     request.refresh_from_db()
     return request
+
+
+def refuse_agents_own(task: RemoteTask) -> None:
+    """A gateway task whose server (or tool) policy is `agent`: only the agent answers its questions."""
+    if task.agent_id is not None and task.server.input_policy(task.tool_name) == "agent":
+        raise NotAllowed(
+            _(
+                "Agent %(agent)s answers this task's questions (the server's gateway policy); "
+                "an admin can change that on the server's page."
+            )
+            % {"agent": task.agent}
+        )
 
 
 def input_resend_stuck(*, older_than_seconds: float) -> int:

@@ -118,7 +118,7 @@ def _open() -> Any:
 
 def open_requests() -> list[InputRequest]:
     """Every open request, most urgent first: least TTL left, then oldest."""
-    rows = list(_open().select_related("task__server").defer(*_DEFERRED)[:INBOX_LIMIT])
+    rows = list(_open().select_related("task__server", "task__agent").defer(*_DEFERRED)[:INBOX_LIMIT])
 
     def urgency(row: InputRequest) -> tuple[float, float]:
         deadline = row.task.ttl_deadline
@@ -145,7 +145,7 @@ def inbox_items(task_ids: list[int], filters: dict[str, str] | None = None) -> l
     groups: dict[int, list[InputView]] = {task_id: [] for task_id in task_ids}
     tasks = {}
     rows = filtered_open(filters or {}).filter(task_id__in=task_ids)
-    for row in rows.select_related("task__server").defer(*_DEFERRED):
+    for row in rows.select_related("task__server", "task__agent").defer(*_DEFERRED):
         groups[row.task_id].append(input_view(row))
         tasks[row.task_id] = row.task
     return [{"task": tasks[task_id], "inputs": groups[task_id]} for task_id in task_ids if task_id in tasks]
@@ -180,7 +180,8 @@ def _call_item(call: PendingCall) -> dict[str, Any]:
 
 @require(ANSWER)
 def answer(request: HttpRequest, pk: int) -> HttpResponse:
-    row = get_object_or_404(InputRequest.objects.select_related("task__server").defer(*_LARGE), pk=pk)
+    rows = InputRequest.objects.select_related("task__server", "task__agent").defer(*_LARGE)
+    row = get_object_or_404(rows, pk=pk)
     back = safe_next(request, f"/tasks/{row.task_id}/")
     if request.method != "POST":
         return redirect(back)

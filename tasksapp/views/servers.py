@@ -13,6 +13,7 @@ from tasksapp import services
 from tasksapp.mcpclient.wire import parse_header_lines
 from tasksapp.models import LARGE_SERVER_COLUMNS, McpServer
 from tasksapp.permissions import MANAGE_SERVERS, VIEW, require
+from tasksapp.views.agents import gateway_context
 from tasksapp.views.common import page
 
 DROPPED_HEADERS = gettext_lazy(
@@ -220,4 +221,5 @@ def server_tools(request: HttpRequest, pk: int) -> HttpResponse:
         for tool in server.tools
         if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool["name"]
     ]
-    return page(request, "tasksapp/server_tools.html", {"server": server, "tools": tools}, nav="servers")
+    context = {"server": server, "tools": tools, **gateway_context(request, server)}
+    return page(request, "tasksapp/server_tools.html", context, nav="servers")

@@ -31,3 +31,12 @@ def bot(demo_registered: Any) -> tuple[Any, str]:
 @pytest.fixture
 def token(bot: tuple[Any, str]) -> str:
     return bot[1]
+
+
+@pytest.fixture(autouse=True)
+def _english() -> Iterator[None]:
+    """Messages asserted here are English, whatever language a test before chose in this thread."""
+    from django.utils import translation
+
+    with translation.override("en"):
+        yield

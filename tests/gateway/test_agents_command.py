@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import translation
 
 from tasksapp.models import Agent, McpServer, OperatorAction
 from tasksapp.services.agents import token_digest
@@ -15,7 +16,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def run(*args: str) -> str:
     out = io.StringIO()
-    call_command("agents", *args, stdout=out)
+    with translation.override("en"):  # a command speaks English, whatever a test before it chose
+        call_command("agents", *args, stdout=out)
     return out.getvalue()
 
 
