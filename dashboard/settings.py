@@ -260,6 +260,12 @@ MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
 MCP_TIMELINE_COALESCE_MS = env_int("MCP_TIMELINE_COALESCE_MS", 1000, minimum=0)
 MCP_TIMELINE_MAX_EVENTS = env_int("MCP_TIMELINE_MAX_EVENTS", 1000, minimum=10)
 MCP_LISTEN_ACK_TIMEOUT_MS = env_int("MCP_LISTEN_ACK_TIMEOUT_MS", 10000, minimum=100)
+# Input requests a task may have recorded over its life (beyond: flagged, newer keys not recorded),
+# and how long a request the server replaced (state "gone") is kept before it is deleted.
+MCP_MAX_INPUT_REQUESTS_PER_TASK = env_int("MCP_MAX_INPUT_REQUESTS_PER_TASK", 500, minimum=1)
+MCP_INPUT_GONE_KEEP_SECONDS = env_int("MCP_INPUT_GONE_KEEP_SECONDS", 3600, minimum=0)
+# One "input needed" notification per task per window of this many seconds, a digest when it ends.
+NOTIFY_TASK_WINDOW_SECONDS = env_int("NOTIFY_TASK_WINDOW_SECONDS", 600, minimum=60)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)
 # What a server's tools/list may store (docs/security.md): the rest is left out, and the server page says so.
 MCP_MAX_TOOLS = env_int("MCP_MAX_TOOLS", 1000, minimum=1)

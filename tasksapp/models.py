@@ -292,6 +292,10 @@ class RemoteTask(models.Model):
     next_poll_at = models.DateTimeField(null=True, blank=True)
     last_polled_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    # Input requests recorded over the task's life, and when that reached MCP_MAX_INPUT_REQUESTS_PER_TASK
+    # (the server misbehaves: newer keys are not recorded).
+    input_requests_recorded = models.PositiveIntegerField(default=0)
+    input_requests_capped_at = models.DateTimeField(null=True, blank=True)
 
     leased_by = models.CharField(max_length=200, blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)

@@ -246,6 +246,9 @@ class Worker:
                     await self.beat()
                     await self.flush_confirmed()
                     await db(services.input_resend_stuck)(older_than_seconds=60)
+                    await db(services.input_prune_gone)(
+                        older_than_seconds=settings.MCP_INPUT_GONE_KEEP_SECONDS
+                    )
                 if now >= next_refresh:
                     next_refresh = now + self.refresh_seconds
                     await self.refresh()

@@ -1,14 +1,17 @@
 """From what happened to outbox rows: one per user, channel and event, as each user chose."""
 
-from datetime import datetime, timedelta
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 
 from tasksapp.models import InputRequest, McpServer, TaskEvent
 from tasksapp.notify.config import base_url
@@ -25,17 +28,19 @@ Event = tuple[str, str, int | None, str | None, Message, str]  # (event, key, se
 INPUT = _("Input needed: task #%(task)s (%(tool)s) on %(server)s asks a question.")
 FAILED = _("Task #%(task)s (%(tool)s) on %(server)s failed.")
 UNHEALTHY = _("Server %(server)s is unhealthy: %(failures)s failed polls in a row. %(error)s")
+MORE_INPUT = ngettext_lazy(
+    "Task #%(task)s (%(tool)s) on %(server)s asked %(count)s questions in %(minutes)s minute; you were "
+    "told of the first. %(open)s of them are still open.",
+    "Task #%(task)s (%(tool)s) on %(server)s asked %(count)s questions in %(minutes)s minutes; you were "
+    "told of the first. %(open)s of them are still open.",
+    "minutes",
+)
+INPUT_FIELDS = ("task_id", "task__server_id", "task__server__name", "task__tool_name")
 
 
 def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[list[Event], set[int]]:
     """Events in (since, until], and the servers unhealthy now (those in `reported` were told)."""
-    found: list[Event] = []
-    asked = InputRequest.objects.filter(first_seen_at__gt=since, first_seen_at__lte=until, state="open")
-    for pk, task_id, server_id, server, tool in asked.values_list(
-        "pk", "task_id", "task__server_id", "task__server__name", "task__tool_name"
-    )[:500]:
-        text = (INPUT, {"task": task_id, "tool": tool, "server": server})
-        found.append(("input", f"input-{pk}", server_id, tool, text, reverse("tasks:inbox")))
+    found: list[Event] = [*_asked(since, until), *_input_digests(since, until)]
     failed = TaskEvent.objects.filter(observed_at__gt=since, observed_at__lte=until, status="failed")
     for task_id, server_id, server, tool in failed.values_list(
         "task_id", "task__server_id", "task__server__name", "task__tool_name"
@@ -56,6 +61,58 @@ def happenings(since: datetime, until: datetime, reported: set[int]) -> tuple[li
     return found, now_bad
 
 
+def _windows(since: datetime, until: datetime) -> Iterator[tuple[int, datetime, datetime]]:
+    """(number, start, end) for each part of (since, until] that lies in one task window. Window n
+    is (n * W, (n + 1) * W] in seconds since the epoch, W being NOTIFY_TASK_WINDOW_SECONDS."""
+    width = settings.NOTIFY_TASK_WINDOW_SECONDS
+    number = int(since.timestamp() // width)  # the window of the instants just after `since`
+    start = since
+    while start < until:
+        end = min(until, datetime.fromtimestamp((number + 1) * width, UTC))
+        yield number, start, end
+        number, start = number + 1, end
+
+
+def _asked(since: datetime, until: datetime) -> list[Event]:
+    """One "input needed" per task per window: for the first open question seen in it."""
+    found: list[Event] = []
+    for number, start, end in _windows(since, until):
+        asked = InputRequest.objects.filter(first_seen_at__gt=start, first_seen_at__lte=end, state="open")
+        for task_id, server_id, server, tool in asked.order_by().values_list(*INPUT_FIELDS).distinct()[:500]:
+            text = (INPUT, {"task": task_id, "tool": tool, "server": server})
+            found.append(
+                ("input", f"input-{task_id}-{number}", server_id, tool, text, reverse("tasks:inbox"))
+            )
+    return found
+
+
+def _input_digests(since: datetime, until: datetime) -> list[Event]:
+    """For each task window that ended in (since, until] and held more questions than the one that
+    was told: one message saying how many it held and how many are still open."""
+    width = settings.NOTIFY_TASK_WINDOW_SECONDS
+    found: list[Event] = []
+    for number, _start, end in _windows(since, until):
+        if end.timestamp() != (number + 1) * width:
+            continue  # this window has not ended yet
+        held = InputRequest.objects.filter(
+            first_seen_at__gt=datetime.fromtimestamp(number * width, UTC), first_seen_at__lte=end
+        )
+        counts = held.values(*INPUT_FIELDS).annotate(n=Count("pk"), open=Count("pk", filter=Q(state="open")))
+        many = {row["task_id"]: row for row in counts.order_by().filter(n__gt=1)[:500]}
+        told = NotificationOutbox.objects.filter(key__in=[f"input-{task}-{number}" for task in many])
+        for key in set(told.values_list("key", flat=True)):
+            found.append(_digest(key, many[int(key.split("-")[1])], width))
+    return found
+
+
+def _digest(key: str, row: dict[str, Any], width: int) -> Event:
+    task, tool = row["task_id"], row["task__tool_name"]
+    values = {"task": task, "tool": tool, "server": row["task__server__name"], "minutes": width // 60}
+    values.update(count=row["n"], open=row["open"])
+    path = reverse("tasks:detail", args=[task])
+    return ("input", f"{key}-more", row["task__server_id"], tool, (MORE_INPUT, values), path)
+
+
 def enqueue(found: list[Event]) -> int:
     """Outbox rows for every user who wants each event (and may see tasks); rows already queued
     for the same user, channel and event are ignored. Returns the rows offered, not those new."""
@@ -71,7 +128,7 @@ def enqueue(found: list[Event]) -> int:
             link = base_url() + path
             with translation.override(languages.get(pref.user_id) or settings.LANGUAGE_CODE):
                 for channel in [name for name, on in wanted if on]:
-                    text = str(message) % values_for(channel, values)
+                    text = str(message % values_for(channel, values))
                     rows.append(
                         NotificationOutbox(
                             user=pref.user,

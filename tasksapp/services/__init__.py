@@ -9,7 +9,7 @@ from tasksapp.services.common import (
     ServiceError,
     export_record,
 )
-from tasksapp.services.inputs import input_resend_stuck, task_answer
+from tasksapp.services.inputs import input_prune_gone, input_resend_stuck, task_answer
 from tasksapp.services.oauth import oauth_mark_needed
 from tasksapp.services.servers import (
     DiscoveryPreview,
@@ -43,6 +43,7 @@ __all__ = [
     "ServiceError",
     "call_start",
     "export_record",
+    "input_prune_gone",
     "input_resend_stuck",
     "oauth_mark_needed",
     "pending_call_answer",

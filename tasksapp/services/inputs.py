@@ -4,6 +4,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -93,6 +94,15 @@ def input_resend_stuck(*, older_than_seconds: float) -> int:
         )
         resent += 1
     return resent
+
+
+def input_prune_gone(*, older_than_seconds: float) -> int:
+    """Delete the requests that servers replaced or withdrew (state "gone") more than this long ago;
+    returns how many. Until then they stay, for the notifications' per-task digest to count."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    stale = Q(closed_at__lt=cutoff) | Q(closed_at__isnull=True)
+    deleted, _ = InputRequest.objects.filter(stale, state="gone").delete()
+    return deleted
 
 
 def _send_update(task: RemoteTask, key: str, response: dict[str, Any]) -> None:

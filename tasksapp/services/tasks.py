@@ -3,7 +3,9 @@
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext, pgettext
 
@@ -15,6 +17,9 @@ from tasksapp.mcpclient import (
     InputRequiredTask,
     McpClient,
     McpError,
+)
+from tasksapp.mcpclient import (
+    InputRequest as InputRequestSpec,
 )
 from tasksapp.models import Agent, InputRequest, McpServer, RemoteTask, TaskEvent
 from tasksapp.services.common import (
@@ -266,7 +271,8 @@ def _differs(task: RemoteTask, snapshot: DetailedTask) -> bool:
         rows = dict(task.input_requests.values_list("key_hash", "state"))
         listed = set(crypto.stored_fingerprints(snapshot.input_requests, rows).values())
         still_open = {key_hash for key_hash, state in rows.items() if state == "open"}
-        return bool(listed - rows.keys() or still_open - listed)
+        unrecorded = set() if task.input_requests_capped_at else listed - rows.keys()  # capped: ignored
+        return bool(unrecorded or still_open - listed)
     return False
 
 
@@ -290,24 +296,57 @@ def _copy_snapshot(task: RemoteTask, snapshot: DetailedTask, source: str) -> Non
 
 
 def _sync_input_requests(task: RemoteTask, snapshot: DetailedTask) -> bool:
-    """One row per (task, key); keys the server no longer lists are closed. True if any row changed."""
+    """One row per (task, key); keys the server no longer lists are closed. True if any row changed.
+
+    At most MCP_MAX_INPUT_REQUESTS_PER_TASK rows are ever recorded for a task: the first key
+    beyond that flags it in its timeline, and newer keys are not recorded (those already recorded
+    can still be answered)."""
     wanted = snapshot.input_requests if isinstance(snapshot, InputRequiredTask) else {}
     known = set(task.input_requests.values_list("key_hash", flat=True))
     hashes = crypto.stored_fingerprints(wanted, known)  # rows written before a key change match too
     by_hash = {hashes[key]: (key, request) for key, request in wanted.items()}
-    created = []
-    for key_hash, (key, request) in by_hash.items():
-        if key_hash not in known:
-            row = InputRequest(task=task, method=request.method[:100], params=request.params)
-            row.set_key(key)
-            created.append(row)
-    InputRequest.objects.bulk_create(created)
+    new = [(key, request) for key_hash, (key, request) in by_hash.items() if key_hash not in known]
+    created = _record_inputs(task, new)
     closed = (
         task.input_requests.filter(state="open")
         .exclude(key_hash__in=by_hash)
         .update(state="gone", closed_at=timezone.now())
     )
     return bool(created or closed)
+
+
+def _record_inputs(task: RemoteTask, new: list[tuple[str, InputRequestSpec]]) -> int:
+    """Rows for new keys, as many as the task's life still allows; the first time some are left
+    out, the task is flagged. Returns how many were recorded."""
+    room = max(0, settings.MCP_MAX_INPUT_REQUESTS_PER_TASK - task.input_requests_recorded)
+    rows = []
+    for key, request in new[:room]:
+        row = InputRequest(task=task, method=request.method[:100], params=request.params)
+        row.set_key(key)
+        rows.append(row)
+    InputRequest.objects.bulk_create(rows)
+    if rows:
+        task.input_requests_recorded += len(rows)
+        RemoteTask.objects.filter(pk=task.pk).update(
+            input_requests_recorded=F("input_requests_recorded") + len(rows)
+        )
+    if len(new) > room and task.input_requests_capped_at is None:
+        _cap_input_requests(task)
+    return len(rows)
+
+
+def _cap_input_requests(task: RemoteTask) -> None:
+    task.input_requests_capped_at = timezone.now()
+    RemoteTask.objects.filter(pk=task.pk).update(input_requests_capped_at=task.input_requests_capped_at)
+    limit = settings.MCP_MAX_INPUT_REQUESTS_PER_TASK
+    task_note(
+        task=task,
+        source="local",
+        note=(
+            f"The server asked for more than {limit} inputs over this task's life: it misbehaves, so newer "
+            "questions are not recorded (those already here can still be answered)."
+        ),
+    )
 
 
 def _close_open_inputs(task: RemoteTask) -> None:
