@@ -291,3 +291,11 @@ def test_an_expired_task_says_whether_its_server_lost_it_or_its_ttl_ran_out() ->
     assert "although its TTL had 14m 0s left: the server was probably restarted" in page
     page = viewer.get(reverse("tasks:detail", args=[ran_out.pk])).content.decode()
     assert "Its TTL ran out at <time" in page and "restarted" not in page
+
+
+def test_adding_the_dashboards_own_address_says_so_and_contacts_nothing() -> None:
+    admin = client_for("admin")
+    form = {"name": "loop", "url": "http://localhost:8000/", "headers": ""}
+    page = admin.post(reverse("tasks:server-add"), form, headers={"host": "localhost:8000"}).content.decode()
+    assert "This is the dashboard&#x27;s own address, not an MCP server&#x27;s." in page
+    assert not McpServer.objects.filter(name="loop").exists()

@@ -30,6 +30,7 @@ from tasksapp.mcpclient.errors import (
     StreamDropped,
     TransportError,
 )
+from tasksapp.mcpclient.failures import html_page, not_an_endpoint
 from tasksapp.mcpclient.reading import (
     TRANSPORT_FAILURES,
     _broken,
@@ -602,6 +603,8 @@ class McpClient:
             if head.is_json:
                 raise InvalidResponse(f"{method}: the response body is not valid JSON")
             ctype = response.headers.get("content-type", "")
+            if page := html_page(ctype, body):
+                raise InvalidResponse(not_an_endpoint(method, response.status_code, page))
             raise InvalidResponse(f"{method}: HTTP {response.status_code} with content type {ctype!r}")
         return _result_of(method, message, request_id)
 

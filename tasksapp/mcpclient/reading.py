@@ -27,6 +27,7 @@ from tasksapp.mcpclient.errors import (
     StreamDropped,
     TransportError,
 )
+from tasksapp.mcpclient.failures import html_page, not_an_endpoint
 from tasksapp.mcpclient.inflate import Inflater
 from tasksapp.mcpclient.types import (
     Discovery,
@@ -146,6 +147,12 @@ def _protocol_error(error: JsonObject, status: int | None) -> ProtocolError:
 def _http_error(method: str, response: httpx.Response, body: bytes) -> TransportError:
     status = response.status_code
     snippet = _snippet(body)
+    page = html_page(response.headers.get("content-type", ""), body)
+    if page and status != 401 and not (300 <= status < 400):
+        # A web page where an MCP endpoint should be (a 403 from a site's CSRF check, a 404 page):
+        # not "credentials refused", and never the page's markup.
+        permanent = status in _PERMANENT_STATUSES
+        return TransportError(not_an_endpoint(method, status, page), permanent=permanent, status=status)
     if status in (401, 403):
         challenge = response.headers.get("www-authenticate", "")
         detail = f" ({_snippet(challenge.encode())})" if challenge else ""

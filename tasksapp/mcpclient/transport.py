@@ -21,6 +21,7 @@ import httpx
 import yarl
 
 from tasksapp.mcpclient.addresses import AddressPolicy
+from tasksapp.mcpclient.failures import connect_failure
 from tasksapp.mcpclient.inflate import ACCEPT_ENCODING, CHUNK, Inflater
 from tasksapp.mcpclient.reading import ReadBody
 
@@ -190,7 +191,7 @@ class _Body(httpx.AsyncByteStream):
 
 def _mapped(exc: aiohttp.ClientError, *, connecting: bool) -> httpx.TransportError:
     """aiohttp errors as httpx ones, by what went wrong (httpx-aiohttp calls a refusal a timeout)."""
-    message = str(exc) or type(exc).__name__
+    message = connect_failure(exc) or str(exc) or type(exc).__name__
     if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, _RefusedAddress):
         return RefusedDestination(str(exc.os_error.strerror))
     if isinstance(exc, aiohttp.ConnectionTimeoutError):

@@ -1,6 +1,7 @@
 """Servers: the list with health, adding with a discovery preview, editing, and their tools."""
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import messages
@@ -59,10 +60,22 @@ class ServerForm(forms.Form):
         ),
     )
 
+    def __init__(self, *args: Any, own_host: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.own_host = own_host.lower()  # the dashboard's host:port as this browser reaches it
+
     def clean_url(self) -> str:
         url: str = self.cleaned_data["url"]
         if not url.startswith(("http://", "https://")):
             raise forms.ValidationError(_("Use an http:// or https:// URL."))
+        parts = urlsplit(url)
+        if self.own_host and parts.netloc.lower() == self.own_host and not parts.path.startswith("/gateway/"):
+            raise forms.ValidationError(
+                _(
+                    "This is the dashboard's own address, not an MCP server's. Enter the URL of an MCP "
+                    "server's endpoint (it usually ends in /mcp)."
+                )
+            )
         return url
 
     def clean_headers(self) -> dict[str, str]:
@@ -103,7 +116,7 @@ def server_list(request: HttpRequest) -> HttpResponse:
 
 @require(MANAGE_SERVERS)
 def server_add(request: HttpRequest) -> HttpResponse:
-    form = ServerForm(request.POST if request.method == "POST" else None)
+    form = ServerForm(request.POST if request.method == "POST" else None, own_host=request.get_host())
     preview = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -163,7 +176,9 @@ def server_edit(request: HttpRequest, pk: int) -> HttpResponse:
         "read_timeout_seconds": server.read_timeout_seconds,
         "call_timeout_seconds": server.call_timeout_seconds,
     }
-    form = ServerEditForm(request.POST if request.method == "POST" else None, initial=initial)
+    form = ServerEditForm(
+        request.POST if request.method == "POST" else None, initial=initial, own_host=request.get_host()
+    )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         moved = data["headers"] is None and not services.same_origin(data["url"], server.url)

@@ -957,12 +957,19 @@ async def test_500_is_transient_and_quotes_the_page() -> None:
     assert "HTTP 500: upstream  exploded" in str(exc)
 
 
-async def test_200_html_is_an_invalid_response_naming_the_content_type() -> None:
+async def test_200_html_is_an_invalid_response_saying_it_is_a_web_page() -> None:
     page = answering(
         lambda m: raw_reply(b"<html>captive portal</html>", content_type="text/html; charset=utf-8")
     )
     exc = await get_task_fails(InvalidResponse, page)
-    assert "HTTP 200 with content type 'text/html; charset=utf-8'" in str(exc)
+    assert "HTTP 200 with an HTML page, not an MCP endpoint's answer" in str(exc)
+
+
+async def test_200_of_another_type_is_an_invalid_response_naming_the_content_type() -> None:
+    exc = await get_task_fails(
+        InvalidResponse, answering(lambda m: raw_reply(b"hi", content_type="text/plain"))
+    )
+    assert "HTTP 200 with content type 'text/plain'" in str(exc)
 
 
 async def test_202_empty_is_an_invalid_response() -> None:
