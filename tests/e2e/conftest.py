@@ -140,7 +140,7 @@ def _wait_for_urls(lines: "queue.Queue[str | None]", output: list[str]) -> tuple
         if line.startswith(READY):
             base = line.split()[-1].rstrip("/")
         elif base and "reference MCP server:" in line:
-            mcp_url = line.split()[-1]
+            mcp_url = line.split("reference MCP server:", 1)[1].split()[0]  # the URL, then a note
     return base, mcp_url
 
 

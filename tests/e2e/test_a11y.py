@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.e2e.conftest import ROOT, VIEWER, Demo, badge, login, run_tool
+from tests.e2e.conftest import ROOT, VIEWER, Demo, badge, login, open_tool, run_tool
 
 pytestmark = pytest.mark.browser
 
@@ -52,7 +52,8 @@ def check(page: Page, where: str, problems: dict[str, list[str]]) -> None:
 
 
 def fixtures(page: Page) -> dict[str, int]:
-    """Tasks that give the pages something to show: a question waiting, a finished and a failed task."""
+    """Tasks that give the pages something to show: a question waiting, a finished and a failed task,
+    a call waiting for input before its task exists, and the id of the open question."""
     asking = run_tool(page, "reference", "ask_form", delay=0.2)
     expect(badge(page)).to_have_text("needs input")
     failed = run_tool(page, "reference", "fail_rpc")
@@ -60,7 +61,14 @@ def fixtures(page: Page) -> dict[str, int]:
     done = run_tool(page, "reference", "rich_result", delay=0.1)
     expect(badge(page)).to_have_text("completed")
     link = page.locator("#task-card a[href*='/servers/']").first.get_attribute("href") or ""
-    return {"asking": asking, "failed": failed, "done": done, "server": int(re.findall(r"\d+", link)[0])}
+    open_tool(page, "reference", "mrtr_then_task")
+    page.locator("#run-button").click()
+    expect(page).to_have_url(re.compile(r"/calls/\d+/$"))
+    call = int(re.findall(r"/calls/(\d+)/", page.url)[0])
+    page.goto("/inbox/")
+    question = page.locator("input.inbox-pick").first.get_attribute("value") or ""
+    ids = {"asking": asking, "failed": failed, "done": done, "call": call, "question": int(question)}
+    return {**ids, "server": int(re.findall(r"\d+", link)[0])}
 
 
 def pages(ids: dict[str, int]) -> list[str]:
@@ -80,6 +88,8 @@ def pages(ids: dict[str, int]) -> list[str]:
         f"/servers/{server}/tools/",
         f"/servers/{server}/archive/",
         f"/servers/{server}/tools/ask_form/run/",
+        f"/calls/{ids['call']}/",  # a question asked before the task exists
+        f"/inbox/bulk/?ids={ids['question']}",
         "/audit/",
         "/preferences/",
         "/notifications/",
@@ -109,6 +119,17 @@ def test_every_page_meets_wcag_aa_in_both_themes(
         page.keyboard.press("?")
         expect(page.locator("#shortcuts-dialog")).to_be_visible()
         check(page, f"the shortcuts dialog ({scheme})", problems)
+        # A tool's result shown on its own page (no task), and a server's discovery preview.
+        open_tool(page, "reference", "echo")
+        page.locator("#run-button").click()
+        expect(page.locator("#immediate-result")).to_be_visible()
+        check(page, f"an immediate result ({scheme})", problems)
+        page.goto("/servers/add/")
+        page.get_by_label("Name").fill("a11y-preview")
+        page.get_by_label("MCP endpoint URL").fill(demo.mcp_url)
+        page.get_by_role("button", name="Discover (preview)").click()
+        expect(page.locator("#discovery-preview")).to_be_visible()
+        check(page, f"a discovery preview ({scheme})", problems)
 
     # What a viewer sees (a 403 among it), and the log-in page of someone logged out.
     viewer = with_axe(new_context(viewport={"width": 390, "height": 844})).new_page()
