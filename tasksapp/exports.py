@@ -28,6 +28,7 @@ TASK_COLUMNS = [
     "status",
     "status_message",
     "started_by",
+    "agent",
     "started_at",
     "last_change_at",
     "finished_at",
@@ -40,7 +41,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def task_rows(tasks: QuerySet[RemoteTask], *, with_task_ids: bool) -> Iterator[dict[str, Any]]:
     """One dict per task, in the queryset's order; two queries per CHUNK rows, whatever the size."""
-    rows = tasks.select_related("server", "started_by").defer(None).defer("result", "error", "raw")
+    rows = tasks.select_related("server", "started_by", "agent").defer(None).defer("result", "error", "raw")
     rows = rows.defer(*(f"server__{column}" for column in (*LARGE_SERVER_COLUMNS, "headers_encrypted")))
     if not with_task_ids:
         rows = rows.defer("remote_id_encrypted")
@@ -60,7 +61,8 @@ def _task_row(task: RemoteTask, with_task_ids: bool) -> dict[str, Any]:
         "tool": task.tool_name,
         "status": task.display_status,
         "status_message": task.status_message,
-        "started_by": task.started_by.username if task.started_by else "",
+        "started_by": task.starter,
+        "agent": task.agent.name if task.agent else "",
         "started_at": _iso(task.created_at),
         "last_change_at": _iso(task.last_seen_at),
         "finished_at": _iso(end),

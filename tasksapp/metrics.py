@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from tasksapp import redislayer
 from tasksapp.models import InputRequest, McpServer, PendingCall, RemoteTask, WorkerHeartbeat
+from tasksapp.traffic import all_traffic
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class DashboardCollector(Collector):
         yield from self._servers()
         yield from self._workers(live_heartbeats())
         yield from self._live()
+        yield from self._gateway()
 
     def _tasks(self) -> Iterator[Any]:
         tasks = GaugeMetricFamily(
@@ -156,6 +158,29 @@ class DashboardCollector(Collector):
         for reason in redislayer.RESYNCS:
             resyncs.add_metric([reason], figures.get(f"resync_{reason}", 0))
         yield from (dropped, resyncs)
+
+    def _gateway(self) -> Iterator[Any]:
+        """The gateway's traffic over the last hour and day, as on each server's page."""
+        labels = ["window", "server", "agent", "method", "tool"]
+        calls = GaugeMetricFamily("mcp_gateway_calls", "Gateway requests in the window", labels=labels)
+        errors = GaugeMetricFamily(
+            "mcp_gateway_errors", "Gateway requests answered with an error", labels=labels
+        )
+        latency = GaugeMetricFamily(
+            "mcp_gateway_latency_seconds",
+            "Gateway latency percentile in the window (a histogram bucket's upper bound)",
+            labels=[*labels, "quantile"],
+        )
+        now = timezone.now()
+        for window, since in (("1h", now - timedelta(hours=1)), ("1d", now - timedelta(days=1))):
+            for key, figures in sorted(all_traffic(since).items()):
+                values = [window, *key]
+                calls.add_metric(values, figures.calls)
+                errors.add_metric(values, figures.errors)
+                for quantile, ms in (("0.5", figures.p50_ms), ("0.99", figures.p99_ms)):
+                    if ms is not None:
+                        latency.add_metric([*values, quantile], ms / 1000)
+        yield from (calls, errors, latency)
 
 
 def _bound(seconds: float) -> str:

@@ -209,8 +209,8 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
         return self.filter(leased_by=worker, lease_until__gte=now)
 
     def for_list(self) -> "RemoteTaskQuerySet":
-        """What a list row shows, in one query (server joined, large JSON columns left out)."""
-        return self.select_related("server").defer(
+        """What a list row shows, in one query (server and agent joined, large JSON columns left out)."""
+        return self.select_related("server", "agent").defer(
             *LARGE_TASK_COLUMNS,
             "remote_id_encrypted",
             "server__headers_encrypted",
@@ -715,6 +715,40 @@ class Agent(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+
+# Latency buckets of the gateway's traffic figures, in milliseconds (the last one is open-ended).
+LATENCY_BOUNDS_MS = (
+    0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750,
+    1000, 1500, 2000, 3000, 5000, 7500, 10_000, 20_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+)  # fmt: skip
+
+
+class GatewayTraffic(models.Model):
+    """Gateway requests per minute, server, agent, method and tool: counts, errors and a latency
+    histogram (counts per LATENCY_BOUNDS_MS bucket, one more for beyond the last). Written by each
+    Daphne process every few seconds (tasksapp.services.traffic); kept MCP_GATEWAY_TRAFFIC_DAYS."""
+
+    minute = models.DateTimeField()
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=60)
+    tool = models.CharField(max_length=200, blank=True, default="")
+    calls = models.PositiveBigIntegerField(default=0)
+    errors = models.PositiveBigIntegerField(default=0)
+    total_ms = models.FloatField(default=0)
+    buckets = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["minute", "server", "agent", "method", "tool"], name="unique_traffic"
+            )
+        ]
+        indexes = [models.Index(fields=["server", "minute"], name="traffic_server_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.calls} {self.method} {self.tool} at {self.minute:%H:%M}"
 
 
 # Models kept in their own modules, registered with the app here: user preferences (tasksapp/prefs.py),

@@ -17,6 +17,8 @@ def task_json(task: RemoteTask, *, events: bool = True) -> dict[str, Any]:
         "id": task.pk,
         "server": task.server.name,
         "tool": task.tool_name,
+        "startedBy": task.starter or None,  # the agent's name for a gateway task, else the user's
+        "agent": task.agent.name if task.agent else None,
         "taskId": task.remote_id,
         "status": task.status,
         "statusMessage": task.status_message or None,
@@ -60,6 +62,7 @@ def task_row_json(task: RemoteTask) -> dict[str, Any]:
         "tool": task.tool_name,
         "status": task.status,
         "display": task.display_status,
+        "startedBy": task.starter or None,
         "statusMessage": task.status_message or None,
         "createdAt": task.created_at_raw or None,  # the same field as in task_json
         "mirroredAt": task.created_at.isoformat(),

@@ -10,6 +10,7 @@ with the dashboard's own credentials (the agent's token never leaves the gateway
 import logging
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +34,7 @@ from tasksapp.gateway.http import (
 from tasksapp.gateway.listen import Listens
 from tasksapp.gateway.params import ParamHeaders
 from tasksapp.gateway.tasks import TaskMethods
+from tasksapp.gateway.traffic import TrafficCounter
 from tasksapp.gateway.upstream import Upstreams
 from tasksapp.mcpclient.wire import TASK_METHODS
 
@@ -51,26 +53,38 @@ class GatewayApp:
         self.tasks = TaskMethods(self.upstreams)
         self.params = ParamHeaders()
         self.listens = Listens(self.tasks)
+        self.traffic = TrafficCounter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = time.monotonic()
+        started, seen = time.monotonic(), Seen()
         try:
-            await self._serve(scope, receive, send)
+            await self._serve(scope, receive, send, seen)
         except GatewayError as exc:
+            seen.error = True
             await send_json(send, exc.status, exc.body(), exc.headers)
         except crypto.SecretUnreadable:
+            seen.error = True
             log.error("gateway: a stored secret cannot be decrypted (%s)", scope.get("path"))
             await send_json(send, 500, internal(crypto.UNREADABLE).body())
         finally:
-            log.debug("gateway %s took %.1f ms", scope.get("path"), (time.monotonic() - started) * 1000)
+            if seen.caller is not None:
+                ms = None if seen.method == "subscriptions/listen" else (time.monotonic() - started) * 1000
+                self.traffic.record(
+                    server=seen.caller.server.pk,
+                    agent=seen.caller.agent.pk,
+                    method=seen.method,
+                    tool=seen.tool,
+                    ms=ms,
+                    error=seen.error,
+                )
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, seen: "Seen") -> None:
         headers = Headers(scope["headers"])
         check_host_and_origin(scope, headers)
         match = _PATH.match(scope["path"])
         if match is None:
             raise no_such_server()
-        caller = await authenticate(headers, int(match["server"]))
+        caller = seen.caller = await authenticate(headers, int(match["server"]))
         if scope["method"] != "POST":
             raise GatewayError(405, -32600, "Method not allowed: POST one JSON-RPC message", headers=ALLOW)
         self.limiter.take(caller.agent)
@@ -86,15 +100,19 @@ class GatewayApp:
             await send_bytes(send, 202)  # no client notification is defined at 2026-07-28: nothing to do
             return
         request_id = message["id"]
+        seen.method = str(message["method"])[:60]
+        params = message.get("params") or {}
+        seen.tool = str(params.get("name", ""))[:200] if seen.method == "tools/call" else ""
         try:
             check_duplicates(headers)
             call = check_call(message, headers)
-            await self._dispatch(caller, call, receive, send)
+            seen.error = await self._dispatch(caller, call, receive, send)
         except GatewayError as exc:
             exc.request_id = request_id
             raise
 
-    async def _dispatch(self, caller: Caller, call: Call, receive: Receive, send: Send) -> None:
+    async def _dispatch(self, caller: Caller, call: Call, receive: Receive, send: Send) -> bool:
+        """Serve the call; True when the answer was an error (for the traffic figures)."""
         if not caller.server.enabled:
             raise GatewayError(503, -32603, f"{caller.server.name} is disabled by an administrator")
         if call.method in TASK_METHODS:
@@ -105,7 +123,8 @@ class GatewayApp:
         elif call.method in ("tasks/result", "tasks/list"):
             raise method_not_found(call.method)
         else:
-            await forward(self.upstreams, self.params, caller, call, send)
+            return await forward(self.upstreams, self.params, caller, call, send) == "error"
+        return False
 
 
 def _check_media(headers: Headers) -> None:
@@ -117,6 +136,16 @@ def _check_media(headers: Headers) -> None:
     content_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise invalid_request("Content-Type must be application/json")
+
+
+@dataclass
+class Seen:
+    """What the traffic figures count of a request, learnt as it is served."""
+
+    caller: Caller | None = None
+    method: str = ""
+    tool: str = ""
+    error: bool = False
 
 
 class GatewayRouter:

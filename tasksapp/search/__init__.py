@@ -16,8 +16,8 @@ from tasksapp.models import RemoteTask, RemoteTaskQuerySet
 from tasksapp.queryparams import bad_ids, parse_id
 from tasksapp.search.query import matching
 
-FILTER_KEYS = ("status", "server", "tool", "q", "user", "from", "to")
-ID_FILTERS = ("server", "user")
+FILTER_KEYS = ("status", "server", "tool", "q", "user", "agent", "from", "to")
+ID_FILTERS = ("server", "user", "agent")
 # sort key: (label, what ascending means, what descending means)
 SORT_CHOICES = {
     "created": (_("started"), _("oldest first"), _("newest first")),
@@ -84,6 +84,8 @@ def filtered(filters: dict[str, str], tasks: RemoteTaskQuerySet | None = None) -
         tasks = tasks.filter(server_id=server)
     if (user := parse_id(filters.get("user"))) is not None:
         tasks = tasks.filter(started_by_id=user)
+    if (agent := parse_id(filters.get("agent"))) is not None:
+        tasks = tasks.filter(agent_id=agent)
     if filters.get("tool"):
         tasks = tasks.filter(tool_name__icontains=filters["tool"])
     if start := day_start(filters.get("from", "")):

@@ -1,11 +1,14 @@
 """Agents: the list (everyone who may read), adding one (its token shown once), revoking one, and
 each server's gateway policy."""
 
+from datetime import timedelta
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
@@ -16,6 +19,7 @@ from tasksapp.models import GATEWAY_POLICIES, GATEWAY_POLICY_CHOICES, LARGE_SERV
 from tasksapp.permissions import MANAGE_AGENTS, MANAGE_SERVERS, VIEW, can, refusal, require
 from tasksapp.serializers import gateway_url
 from tasksapp.services.agents import agent_create, agent_revoke, gateway_policy_set
+from tasksapp.traffic import server_traffic
 from tasksapp.views.common import page
 
 
@@ -129,4 +133,9 @@ def gateway_context(request: HttpRequest, server: McpServer) -> dict[str, object
     url = gateway_url(server, request.build_absolute_uri("/"))
     tools = "\n".join(f"{tool}: {policy}" for tool, policy in (server.gateway_tool_policies or {}).items())
     form = PolicyForm(initial={"policy": server.gateway_policy, "tools": tools})
-    return {"gateway_url": url, "policy_form": form}
+    now = timezone.now()
+    windows = [
+        (_("last hour"), server_traffic(server.pk, now - timedelta(hours=1))),
+        (_("last day"), server_traffic(server.pk, now - timedelta(days=1))),
+    ]
+    return {"gateway_url": url, "policy_form": form, "traffic": windows}

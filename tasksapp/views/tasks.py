@@ -9,7 +9,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp import crypto, search, services
-from tasksapp.models import McpServer, RemoteTask
+from tasksapp.models import Agent, McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
 from tasksapp.queryparams import parse_count
 from tasksapp.views.common import page
@@ -54,6 +54,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "sort": sort,
         "servers": McpServer.objects.order_by("name").only("id", "name"),
         "users": get_user_model().objects.order_by("username").only("id", "username"),
+        "agents": Agent.objects.order_by("name").only("id", "name"),
         "sorting": sorting,
         "sort_options": search.sort_options(),
         "query": query.urlencode(),

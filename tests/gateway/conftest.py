@@ -10,7 +10,7 @@ from tests.gateway.support import daphne
 
 @pytest.fixture(scope="module")
 def gateway_base(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    with daphne() as base:
+    with daphne(MCP_GATEWAY_TRAFFIC_FLUSH_SECONDS="1") as base:
         yield base
 
 
