@@ -172,14 +172,14 @@ class DashboardCollector(Collector):
             labels=[*labels, "quantile"],
         )
         now = timezone.now()
-        for window, since in (("1h", now - timedelta(hours=1)), ("1d", now - timedelta(days=1))):
-            for key, figures in sorted(all_traffic(since).items()):
-                values = [window, *key]
-                calls.add_metric(values, figures.calls)
-                errors.add_metric(values, figures.errors)
-                for quantile, ms in (("0.5", figures.p50_ms), ("0.99", figures.p99_ms)):
-                    if ms is not None:
-                        latency.add_metric([*values, quantile], ms / 1000)
+        windows = {"1h": now - timedelta(hours=1), "1d": now - timedelta(days=1)}
+        for key, figures in sorted(all_traffic(windows).items()):
+            values = list(key)
+            calls.add_metric(values, figures.calls)
+            errors.add_metric(values, figures.errors)
+            for quantile, ms in (("0.5", figures.p50_ms), ("0.99", figures.p99_ms)):
+                if ms is not None:
+                    latency.add_metric([*values, quantile], ms / 1000)
         yield from (calls, errors, latency)
 
 
