@@ -91,6 +91,7 @@ def pages(ids: dict[str, int]) -> list[str]:
         f"/calls/{ids['call']}/",  # a question asked before the task exists
         f"/inbox/bulk/?ids={ids['question']}",
         "/audit/",
+        "/agents/",
         "/preferences/",
         "/notifications/",
         "/shortcuts/",
