@@ -1,8 +1,9 @@
 """The `Mcp-Param-*` headers (§2.4) a forwarded tools/call carries, from the tool's stored inputSchema.
 
-An agent that sent none gets them made for it; one whose header contradicts its own arguments gets
--32020, as from any server. Headers the stored schema does not define (a tool unknown here, or
-whose annotation is invalid) go on as the agent sent them: the upstream judges them.
+Checked as a server checks them (the gateway is one to its agents): a header the schema asks for
+that is missing, or that contradicts the arguments, gets -32020. The upstream gets the headers
+made from the arguments. Headers the stored schema does not define (a tool unknown here, or whose
+annotation is invalid) go on as the agent sent them: the upstream judges them.
 """
 
 from typing import Any
@@ -34,7 +35,9 @@ class ParamHeaders:
         made = param_header_values(names, arguments if isinstance(arguments, dict) else {})
         for header, value in made.items():
             mine = given.pop(header.removeprefix("Mcp-Param-").lower(), None)
-            if mine is not None and decode_header_value(mine) != decode_header_value(value):
+            if mine is None:
+                raise header_mismatch(f"{header} header is required (the tool's x-mcp-header)")
+            if decode_header_value(mine) != decode_header_value(value):
                 raise header_mismatch(f"{header} header does not match the request body's arguments")
         return {**made, **{f"Mcp-Param-{name}": value for name, value in given.items()}}
 

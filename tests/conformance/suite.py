@@ -91,7 +91,7 @@ def scored(scenario: str, leg: str) -> bool:
 
 
 def _conformance(
-    *args: str, cwd: Path, extra_env: dict[str, str] | None = None
+    *args: str, cwd: Path, extra_env: dict[str, str] | None = None, timeout: float = SCENARIO_SECONDS
 ) -> subprocess.CompletedProcess[str]:
     entry = npm_package("@modelcontextprotocol/conformance") / "dist" / "index.js"
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra_env or {})}
@@ -101,7 +101,7 @@ def _conformance(
         env=env,
         capture_output=True,
         text=True,
-        timeout=SCENARIO_SECONDS,
+        timeout=timeout,
     )
 
 
@@ -113,11 +113,12 @@ def _checks(results: Path) -> list[Check]:
 _RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 
 
-def run_server_requirements(url: str) -> dict[str, Outcome]:
+def run_server_requirements(url: str, timeout: float = SCENARIO_SECONDS) -> dict[str, Outcome]:
     """`conformance server --requirements` once (as its authors run it): every server scenario of
     the set, scored or not, in one process; the outcome of each by scenario name."""
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
-        done = _conformance("server", "--url", url, "--requirements", REVISION, "-o", tmp, cwd=Path(tmp))
+        args = ("server", "--url", url, "--requirements", REVISION, "-o", tmp)
+        done = _conformance(*args, cwd=Path(tmp), timeout=timeout)
         outcomes: dict[str, Outcome] = {}
         for folder in sorted(Path(tmp).iterdir()):
             if match := _RESULT_DIR.match(folder.name):
@@ -174,7 +175,7 @@ def baseline() -> dict[str, dict[str, str]]:
     """leg -> {scenario: reason}, from docs/conformance.md; a missing or empty reason is an error."""
     match = _BASELINE.search(DOC.read_text()) if DOC.exists() else None
     loaded = (yaml.safe_load(match.group(1)) if match else None) or {}
-    entries: dict[str, dict[str, str]] = {"server": {}, "client": {}}
+    entries: dict[str, dict[str, str]] = {"server": {}, "client": {}, "gateway": {}}
     for leg, scenarios in loaded.items():
         for scenario, reason in (scenarios or {}).items():
             if not isinstance(reason, str) or not reason.strip():

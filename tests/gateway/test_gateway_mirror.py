@@ -111,16 +111,17 @@ def test_a_dashboard_task_is_invisible_through_the_gateway(
     assert error(post(demo_url, token, "tasks/get", {"taskId": task.remote_id}))["code"] == -32602
 
 
-def test_mcp_param_headers_are_made_from_the_stored_schema_and_a_contradicting_one_refused(
+def test_mcp_param_headers_are_checked_against_the_stored_schema_as_a_server_checks_them(
     demo_url: str, token: str, demo_server: RunningPeer
 ) -> None:
     call = {"name": "test_custom_headers", "arguments": {"region": "eu-west", "priority": 3}}
     demo_server.clear()
-    assert not result(post(demo_url, token, "tools/call", call)).get("isError")
+    both = {"Mcp-Param-Region": "eu-west", "Mcp-Param-Priority": "3"}
+    assert not result(post(demo_url, token, "tools/call", call, headers=both)).get("isError")
     sent = demo_server.last_request("tools/call")["headers"]
     assert (sent["mcp-param-region"], sent["mcp-param-priority"]) == ("eu-west", "3")
-    wrong = post(demo_url, token, "tools/call", call, headers={"Mcp-Param-Region": "us-east"})
-    assert (wrong.status_code, error(wrong)["code"]) == (400, -32020)
+    wrong = post(demo_url, token, "tools/call", call, headers={**both, "Mcp-Param-Region": "us-east"})
+    missing = post(demo_url, token, "tools/call", call, headers={"Mcp-Param-Region": "eu-west"})
+    for refused in (wrong, missing):
+        assert (refused.status_code, error(refused)["code"]) == (400, -32020)
     assert demo_server.method_counts()["tools/call"] == 1
-    right = post(demo_url, token, "tools/call", call, headers={"Mcp-Param-Region": "eu-west"})
-    assert right.status_code == 200
