@@ -91,6 +91,7 @@ class Demo:
     def start(self, timeout: float = 90.0) -> None:
         argv = [PYTHON, "manage.py", "demo", "--host", "127.0.0.1", "--port", str(self.port)]
         argv += ["--mcp-port", str(self.mcp_port), "--password", self.password]
+        argv += ["--mail-port", str(free_port()), "--sink-port", str(free_port())]
         self.proc = subprocess.Popen(
             argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

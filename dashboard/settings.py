@@ -277,6 +277,8 @@ MCP_BLOCK_PRIVATE_ADDRESSES = env_bool("MCP_BLOCK_PRIVATE_ADDRESSES", False)
 OUTBOUND_ALLOWED_HOSTS = env_hosts("OUTBOUND_ALLOWED_HOSTS", "")
 # The overall deadline (seconds) of one webhook delivery.
 NOTIFY_DEADLINE_SECONDS = env_int("NOTIFY_DEADLINE_SECONDS", 30, minimum=1)
+# Set by `manage.py demo` only: the page of its outbox sink (what its email and webhooks sent).
+DEMO_SINK_URL = ""
 
 # The gateway (docs/gateway.md): the dashboard's public URL (for gatewayUrl in `servers list`), the
 # largest request body an agent may send, origins besides the dashboard's own that may call it

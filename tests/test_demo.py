@@ -30,7 +30,8 @@ def demo_env(var: Path) -> dict[str, str]:
 
 
 def demo_command(port: int, *extra: str) -> list[str]:
-    return [sys.executable, "manage.py", "demo", "--port", str(port), "--mcp-port", str(free_port()), *extra]
+    others = [f"--{name}={free_port()}" for name in ("mcp-port", "mail-port", "sink-port")]
+    return [sys.executable, "manage.py", "demo", "--port", str(port), *others, *extra]
 
 
 @contextmanager

@@ -56,6 +56,7 @@ def running_dashboard(var: Path) -> Iterator[Dashboard]:
         env.pop(name, None)
     command = [sys.executable, "manage.py", "demo", "--host", "127.0.0.1", "--port", str(free_port())]
     command += ["--mcp-port", str(free_port()), f"--password={password}"]  # it may start with "-"
+    command += ["--mail-port", str(free_port()), "--sink-port", str(free_port())]
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

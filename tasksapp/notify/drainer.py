@@ -1,4 +1,5 @@
-"""The worker's notification thread: scan, then send what is due, every few seconds.
+"""The worker's notification thread (and the demo's notifier): scan, then send what is due, every
+few seconds.
 
 A thread of its own, so a slow SMTP server or webhook never holds up polling; everything it needs
 to continue is in the database (the cursor and the outbox), so a restart loses nothing.
@@ -8,6 +9,7 @@ import asyncio
 import logging
 import threading
 
+from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import close_old_connections
 
@@ -18,6 +20,7 @@ from tasksapp.notify.send import drain_once
 
 log = logging.getLogger(__name__)
 INTERVAL_SECONDS = 2.0
+REMOTE_CHANNELS = tuple(channel for channel in CHANNELS if channel != "browser")
 
 
 def step(channels: tuple[str, ...] = CHANNELS) -> int:
@@ -53,13 +56,22 @@ def start(interval: float = INTERVAL_SECONDS) -> tuple[threading.Thread, threadi
     return thread, stop
 
 
-async def browser_notifier(interval: float = INTERVAL_SECONDS) -> None:
-    """`manage.py demo`: an asyncio task on the demo's loop that scans and shows browser
-    notifications, on the process's database thread (no network I/O: email and webhooks are left
-    to `manage.py worker`). Cancelled first when the demo stops."""
+async def demo_notifier(interval: float = INTERVAL_SECONDS) -> None:
+    """`manage.py demo`: an asyncio task on the demo's loop. It scans and shows browser notifications
+    on the process's database thread (no network I/O there), then sends email and webhooks on a
+    thread of its own, so a slow SMTP server or webhook never holds up a page. Cancelled first
+    when the demo stops; a send already under way ends within its own deadline."""
     while True:
         try:
             await database_sync_to_async(step)(("browser",))
+            await sync_to_async(_send_remote, thread_sensitive=False)()
         except Exception:  # the loop boundary: log, keep going
-            log.exception("notify: a browser notification round failed")
+            log.exception("notify: a notification round failed")
         await asyncio.sleep(interval)
+
+
+def _send_remote() -> None:
+    try:
+        drain_once(channels=REMOTE_CHANNELS)
+    finally:
+        close_old_connections()

@@ -1,8 +1,10 @@
 """Each user's notification settings (issue 12 item 7): which events, servers and tools, and where."""
 
+import os
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -80,7 +82,13 @@ def notify_settings(request: HttpRequest) -> HttpResponse:
             return redirect("tasks:notify")
     else:
         form = PreferenceForm(initial=_initial(pref))
-    context = {"form": form, "has_secret": bool(pref.webhook_secret_encrypted), "pref": pref}
+    context = {
+        "form": form,
+        "has_secret": bool(pref.webhook_secret_encrypted),
+        "pref": pref,
+        "demo_sink": settings.DEMO_SINK_URL,
+        "demo_mail_to_sink": bool(settings.DEMO_SINK_URL) and "EMAIL_HOST" not in os.environ,
+    }
     return page(request, "tasksapp/notify_settings.html", context, nav="notify")
 
 

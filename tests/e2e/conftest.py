@@ -59,6 +59,7 @@ class Demo:
     mcp_url: str
     password: str  # of every user: demo (admin), vera (viewer), otto (operator)
     output: list[str]
+    sink: str  # the outbox sink's page (what the demo's email and webhooks sent), trailing slash
 
 
 @pytest.fixture(scope="package")
@@ -75,9 +76,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     }
     for name in ("DJANGO_ALLOW_ASYNC_UNSAFE", "REDIS_URL", "DEBUG"):
         env.pop(name, None)
-    port, mcp_port = free_port(), free_port()
+    port, mcp_port, mail_port, sink_port = (free_port() for _ in range(4))
     command = [sys.executable, "manage.py", "demo", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--mcp-port", str(mcp_port), f"--password={password}"]  # a random one may start with "-"
+    command += ["--mail-port", str(mail_port), "--sink-port", str(sink_port)]
     process = subprocess.Popen(
         command,
         cwd=ROOT,
@@ -102,7 +104,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
             capture_output=True,
             timeout=60,
         )
-        yield Demo(base=base, mcp_url=mcp_url, password=password, output=output)
+        sink = f"http://127.0.0.1:{sink_port}/"
+        yield Demo(base=base, mcp_url=mcp_url, password=password, output=output, sink=sink)
     finally:
         code: int | None
         if process.poll() is None:

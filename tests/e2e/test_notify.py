@@ -76,3 +76,27 @@ def test_a_failed_task_is_told_in_every_open_tab_of_who_asked_and_opens_the_task
     watching.evaluate("window.__notes.at(-1).onclick()")
     expect(watching).to_have_url(re.compile(rf"/tasks/{pk}/$"))
     assert notes(viewer) == []
+
+
+def test_the_demo_sends_its_email_and_webhooks_to_the_outbox_sink_it_shows(
+    logged_in: Callable[..., Page], demo: Demo
+) -> None:
+    settings = logged_in("demo")
+    settings.goto("/notifications/")
+    expect(settings.locator("#demo-outbox")).to_contain_text("its email goes to a local outbox sink")
+    settings.locator("#demo-outbox").get_by_role("link", name=demo.sink).click()  # the page it names
+    expect(settings.locator("h1")).to_have_text("What the demo sent")
+    settings.goto("/notifications/")
+    settings.get_by_label("a task fails").check()
+    settings.get_by_label("Email to").fill("ops@example.com")
+    settings.get_by_label("Webhook URL (Slack-compatible)").fill(f"{demo.sink}webhook")
+    settings.get_by_role("button", name="Save").click()
+    expect(settings.locator(".messages")).to_contain_text("Notification settings saved.")
+
+    pk = run_tool(settings, "reference", "fail_rpc", delay=0.3)
+    told = f"Task #{pk} (fail_rpc) on reference failed."
+    settings.goto(demo.sink)
+    sent = settings.locator("tbody tr").filter(has_text=told)
+    expect(sent.filter(has_text="ops@example.com")).to_have_count(1, timeout=30_000)  # the email
+    expect(sent.filter(has_text=f"{demo.sink}webhook")).to_have_count(1)  # the webhook
+    expect(sent.first).to_contain_text(f"{demo.base}/tasks/{pk}/")  # its link leads back to the demo

@@ -13,6 +13,7 @@ import os
 import secrets
 import socket
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,18 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000, help="the dashboard's port")
         parser.add_argument("--mcp-port", type=int, default=8765, help="the reference MCP server's port")
+        parser.add_argument(
+            "--mail-port",
+            type=int,
+            default=8025,
+            help="the outbox sink's SMTP port (the demo's email goes there)",
+        )
+        parser.add_argument(
+            "--sink-port",
+            type=int,
+            default=8026,
+            help="the outbox sink's page, which shows what was sent, and its webhook receiver",
+        )
         parser.add_argument("--username", default="demo")
         parser.add_argument(
             "--password",
@@ -50,8 +63,9 @@ class Command(BaseCommand):
         from tasksapp.demoserver.server import run_in_thread
         from tasksapp.engine.worker import Worker
 
-        for flag, port in (("--port", options["port"]), ("--mcp-port", options["mcp_port"])):
-            _ensure_free(options["host"], port, flag)
+        ports = ("port", "mcp_port", "mail_port", "sink_port")
+        for name in ports:
+            _ensure_free(options["host"], options[name], "--" + name.replace("_", "-"))
         if "OUTBOUND_ALLOWED_HOSTS" not in os.environ:
             # Everything the demo talks to is on this machine (docs/security.md).
             from tasksapp.services.outbound import LOOPBACK
@@ -71,16 +85,18 @@ class Command(BaseCommand):
 
         worker = Worker(name="demo-worker")
         running = twisted_loop.create_task(worker.run())
-        # Email and webhooks are sent by `manage.py worker` only (docs/notifications.md): with the
-        # sending thread in this process, Ctrl-C was lost under load in CI (the reactor never began
-        # to stop). Browser notifications need no network: a task on this loop shows them.
-        from tasksapp.notify.drainer import browser_notifier
+        sink = _outbox_sink(options)
+        # Notifications are scanned and sent by a task on this loop (no thread of its own: one made
+        # Ctrl-C hang under load); email goes to the sink unless EMAIL_HOST names a real server.
+        from tasksapp.notify.drainer import demo_notifier
 
-        notifier = twisted_loop.create_task(browser_notifier())
+        notifier = twisted_loop.create_task(_after(sink.start_task, demo_notifier()))
         url = f"http://{options['host']}:{options['port']}/"
+        os.environ.setdefault("NOTIFY_BASE_URL", url)  # the links in its messages lead back here
         self.stdout.write(
             f"\nMCP Tasks Dashboard: {url}\n  log in as {options['username']} / {password}\n"
             f"  reference MCP server: {mcp.url} (its tasks kept in {_task_file()})\n"
+            f"  email and webhooks: {_outbox_line(sink)}\n"
             f"  database: {settings.DATABASES['default']['NAME']}\n"
             "  Ctrl-C stops everything.\n"
         )
@@ -91,7 +107,7 @@ class Command(BaseCommand):
             signal_handlers=True,
             verbosity=0,
         )
-        self._stop_before_reactor(worker, running, mcp, notifier)
+        self._stop_before_reactor(worker, running, mcp, notifier, sink.sink)
         server.run()
         if not server.listening_addresses:  # taken between the check above and now
             raise CommandError(f"Could not listen on {url}: {_BUSY_HINT.format(flag='--port')}")
@@ -130,7 +146,7 @@ class Command(BaseCommand):
         elif server.url != url:
             services.server_update(server=server, url=url, headers=None, enabled=True, user=None)
 
-    def _stop_before_reactor(self, worker: Any, running: Any, mcp: Any, notifier: Any) -> None:
+    def _stop_before_reactor(self, worker: Any, running: Any, mcp: Any, notifier: Any, sink: Any) -> None:
         from twisted.internet import defer, reactor
 
         async def stop() -> None:
@@ -154,6 +170,7 @@ class Command(BaseCommand):
                     await running
             with contextlib.suppress(BaseException):
                 await notifier
+            await sink.stop()
             mcp.stop()
 
         # Twisted types the reactor by its zope Interface, whose methods have no `self`: without the
@@ -167,7 +184,52 @@ class Command(BaseCommand):
 
 STOP_SECONDS = 10.0
 TASK_FILE = "reference-server-tasks.json"
+SINK_FOLDER = "demo-outbox"
+EMAIL_TIMEOUT_SECONDS = 10
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class _StartedSink:
+    sink: Any
+    start_task: Any
+
+
+def _outbox_sink(options: dict[str, Any]) -> _StartedSink:
+    """The outbox sink (tasksapp/notify/sink.py) on loopback, started on the demo's loop; email is
+    pointed at it unless EMAIL_HOST is set, and its page is shown on the notifications page."""
+    from daphne.server import twisted_loop
+
+    from tasksapp.notify.sink import Sink
+
+    sink = Sink(folder=Path(settings.VAR_DIR) / SINK_FOLDER)
+    host = options["host"]
+    start = twisted_loop.create_task(sink.start(host, options["mail_port"], options["sink_port"]))
+    shown = f"[{host}]" if ":" in host else host
+    settings.DEMO_SINK_URL = f"http://{shown}:{options['sink_port']}/"
+    if "EMAIL_HOST" not in os.environ:
+        settings.EMAIL_HOST, settings.EMAIL_PORT = host, options["mail_port"]
+        settings.EMAIL_USE_TLS, settings.EMAIL_USE_SSL = False, False
+        settings.EMAIL_TIMEOUT = EMAIL_TIMEOUT_SECONDS
+    return _StartedSink(sink, start)
+
+
+def _outbox_line(started: _StartedSink) -> str:
+    page = settings.DEMO_SINK_URL
+    if "EMAIL_HOST" in os.environ:
+        return (
+            f"email through {settings.EMAIL_HOST}:{settings.EMAIL_PORT}; webhooks can point at {page}webhook"
+        )
+    return f"sent to the outbox sink, shown at {page} (webhooks can point at {page}webhook)"
+
+
+async def _after(first: "asyncio.Task[None]", then: Any) -> None:
+    """Run `then` once `first` is done (the sink listens before anything is sent to it)."""
+    try:
+        await first
+    except OSError as exc:
+        log.error("demo: the outbox sink could not start (%s); email and webhooks to it will fail", exc)
+    await then
 
 
 def _task_file() -> Path:
