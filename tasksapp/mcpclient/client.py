@@ -53,6 +53,7 @@ from tasksapp.mcpclient.reading import (
     read_capped,
 )
 from tasksapp.mcpclient.relay import Relayed
+from tasksapp.mcpclient.transport import FRESH_CONNECTION, ClosedBeforeAnswer
 from tasksapp.mcpclient.types import (
     CallOutcome,
     DetailedTask,
@@ -94,6 +95,8 @@ def _uncallable(tool: str, why: str) -> InvalidHeaderAnnotation:
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_CLIENT_INFO: JsonObject = {"name": "mcp-tasks-dashboard", "version": "0.1.0"}
 _MAX_TOOL_PAGES = 100
+# Reads: asked again, once, when their connection closed before any byte of the answer came.
+READS = frozenset({"server/discover", "tools/list", "tasks/get"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,7 +493,8 @@ class McpClient:
         deadline = total or self.timeouts.request
         try:
             async with asyncio.timeout(deadline):
-                response = await self._open(body, headers, self._call_timeout if total else None)
+                timeouts = self._call_timeout if total else None
+                response = await self._open(body, headers, timeouts, retry_closed=method in READS)
                 try:
                     return await self._read_answer(method, request_id, response), response.headers
                 finally:
@@ -506,7 +510,11 @@ class McpClient:
         headers: RequestHeaders,
         timeouts: httpx.Timeout | None,
         http_method: str = "POST",
+        *,
+        retry_closed: bool = False,
     ) -> httpx.Response:
+        """Send one request. With retry_closed (reads only), a connection that closed before any
+        byte of the answer is tried once more on a new one."""
         try:
             timeout = timeouts.as_dict() if timeouts is not None else self._timeout
             if isinstance(headers, list) and http_method == "POST":
@@ -528,9 +536,15 @@ class McpClient:
                 request = httpx.Request(
                     http_method, self._url, content=body, headers=headers, extensions={"timeout": timeout}
                 )
-            if self._auth is not None:
-                return await self._send_with_auth(request)
-            return await self._transport.handle_async_request(request)
+            try:
+                return await self._send(request)
+            except ClosedBeforeAnswer:
+                if not retry_closed:
+                    raise
+                # A pooled connection the server closed as this was sent: nothing of the answer
+                # came, and a read may be asked again, once, on a connection of its own.
+                request.extensions[FRESH_CONNECTION] = True
+                return await self._send(request)
         except httpx.UnsupportedProtocol as exc:
             raise TransportError(f"cannot reach {self.url}: {exc}", permanent=True) from exc
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
@@ -541,6 +555,11 @@ class McpClient:
                 f"{self.url}: the request was sent but no answer came ({_describe(exc)}); "
                 "the outcome is unknown"
             ) from exc
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        if self._auth is not None:
+            return await self._send_with_auth(request)
+        return await self._transport.handle_async_request(request)
 
     async def _send_with_auth(self, request: httpx.Request) -> httpx.Response:
         """httpx.Auth's flow over our transport: it may sign the request, and answer a 401 or 403

@@ -8,6 +8,13 @@ bench/transport.py measures both.
 Compressed bodies are inflated here, never more than CHUNK bytes of output at a time: httpx's
 decoders inflate each network chunk whole, so 64 KiB of a gzip bomb became 64 MiB in memory
 before the client's size cap could look at it. The caller caps the inflated bytes as it reads.
+
+Keep-alive: uvicorn and Node close a connection idle for 5 s (aiohttp would keep it 15 s), so a
+poller on a 5 s interval sent requests on connections the server was closing at that instant.
+Idle connections are dropped here after IDLE_SECONDS, and a connection that closes (or is reset)
+after the request was written and before any of the answer came raises ClosedBeforeAnswer, which
+the caller may answer by sending a read again with the FRESH_CONNECTION extension: on a new
+connection, never one from the pool (whose other idle connections may be closing too).
 """
 
 import errno
@@ -26,6 +33,13 @@ from tasksapp.mcpclient.inflate import ACCEPT_ENCODING, CHUNK, Inflater
 from tasksapp.mcpclient.reading import ReadBody
 
 _INFLATED_HEADERS = {b"content-encoding", b"content-length"}
+IDLE_SECONDS = 4.0  # below the 5 s idle cut of uvicorn and Node's http server
+FRESH_CONNECTION = "mcp.fresh_connection"  # a request extension: send it on a connection of its own
+
+
+class ClosedBeforeAnswer(httpx.ReadError):
+    """The connection closed, or was reset, after the request went out and before any byte of the
+    answer came. Sending the request again is safe only when it is idempotent (RFC 9112 §9.3.1.1)."""
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
@@ -41,8 +55,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         verify: ssl.SSLContext | bool = True,
         block_private_addresses: bool = False,
         policy: AddressPolicy | None = None,
+        idle_seconds: float = IDLE_SECONDS,
     ) -> None:
         self._max_connections = max_connections
+        self._idle_seconds = idle_seconds
         if policy is None and block_private_addresses:
             policy = AddressPolicy.private_blocked(True)
         self._policy = policy if policy != AddressPolicy.open() else None
@@ -52,21 +68,35 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             else (httpx.create_ssl_context() if verify else False)
         )
         self._session: aiohttp.ClientSession | None = None
+        self._fresh: aiohttp.ClientSession | None = None  # no pool: each request on a new connection
         self._last_url: httpx.URL | None = None
         self._last_yarl = yarl.URL()
         self._timeouts: dict[tuple[float | None, float | None, float | None], aiohttp.ClientTimeout] = {}
 
-    def _client(self) -> aiohttp.ClientSession:
+    def _client(self, request: httpx.Request) -> aiohttp.ClientSession:
+        if request.extensions.get(FRESH_CONNECTION):
+            if self._fresh is None:
+                self._fresh = self._new_session(force_close=True)
+            return self._fresh
         if self._session is None:
-            resolver = _PolicyResolver(self._policy) if self._policy is not None else None
-            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._ssl, resolver=resolver)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                auto_decompress=False,
-                trust_env=False,
-                headers={"Accept-Encoding": ACCEPT_ENCODING},
-            )
+            self._session = self._new_session(force_close=False)
         return self._session
+
+    def _new_session(self, *, force_close: bool) -> aiohttp.ClientSession:
+        resolver = _PolicyResolver(self._policy) if self._policy is not None else None
+        connector = aiohttp.TCPConnector(
+            limit=self._max_connections,
+            ssl=self._ssl,
+            resolver=resolver,
+            force_close=force_close,
+            keepalive_timeout=None if force_close else self._idle_seconds,
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            auto_decompress=False,
+            trust_env=False,
+            headers={"Accept-Encoding": ACCEPT_ENCODING},
+        )
 
     def _timeout(self, request: httpx.Request) -> aiohttp.ClientTimeout:
         given = request.extensions.get("timeout") or {}
@@ -88,7 +118,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
-            response = await self._client().request(
+            response = await self._client(request).request(
                 request.method,
                 self._yarl(request.url),
                 # Decoded from the raw pairs: handed httpx.Headers, aiohttp reads them through its
@@ -98,6 +128,14 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 allow_redirects=False,
                 timeout=self._timeout(request),
             )
+        except (
+            aiohttp.ServerDisconnectedError,
+            aiohttp.ClientOSError,
+            aiohttp.ClientConnectionResetError,
+        ) as exc:
+            if isinstance(exc, aiohttp.ClientConnectorError):  # never connected: nothing was sent
+                raise _mapped(exc, connecting=True) from exc
+            raise ClosedBeforeAnswer(str(exc) or type(exc).__name__) from exc
         except aiohttp.ClientError as exc:
             raise _mapped(exc, connecting=True) from exc
         except TimeoutError as exc:
@@ -125,9 +163,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         return httpx.Response(status_code=response.status, headers=kept, stream=stream, request=request)
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._fresh):
+            if session is not None:
+                await session.close()
+        self._session = self._fresh = None
 
 
 class RefusedDestination(httpx.ConnectError):
