@@ -44,6 +44,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="keep the tasks in this JSON file across restarts (default: in memory only)",
     )
     parser.add_argument("--debug", action="store_true", help="enable the /_debug/* endpoints")
+    parser.add_argument(
+        "--permissive-inputs",
+        action="store_true",
+        help="send input requests of kinds the client did not declare (for tests of clients; "
+        "by default they are refused with -32021)",
+    )
     parser.add_argument("--log-level", default="info", choices=_LOG_LEVELS)
     args = parser.parse_args(argv)
     if args.poll_interval_ms < 1:
@@ -66,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         allowed_hosts=[args.host, *args.allowed_host],
         tools_page_size=args.tools_page_size,
         state_file=args.state_file,
+        permissive_inputs=args.permissive_inputs,
     )
 
     def announce(url: str) -> None:

@@ -60,10 +60,13 @@ class DemoServerApp:
         allowed_hosts: Iterable[str] = (),
         tools_page_size: int = 100,
         state_file: Path | None = None,
+        permissive_inputs: bool = False,
     ) -> None:
         self.hub = Hub()
         self.store = TaskStore(self.hub, TaskFile(state_file) if state_file is not None else None)
-        self.methods = Methods(self.store, Signer(), poll_interval_ms, tools_page_size)
+        self.methods = Methods(
+            self.store, Signer(), poll_interval_ms, tools_page_size, permissive_inputs=permissive_inputs
+        )
         self.keepalive_seconds = keepalive_seconds
         self.hosts = HostGuard(allowed_hosts)
         self.request_log = RequestLog() if debug else None

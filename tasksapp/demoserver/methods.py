@@ -9,6 +9,7 @@ from typing import Any
 
 from . import catalog
 from .envelope import Request
+from .inputkinds import missing_capabilities, refusal
 from .paramheaders import annotated, check_param_headers
 from .protocol import (
     SUPPORTED_VERSIONS,
@@ -49,8 +50,17 @@ Handler = Callable[[Request], Awaitable[JsonObject]]
 
 
 class Methods:
-    def __init__(self, store: TaskStore, signer: Signer, poll_interval_ms: int, page_size: int = 100) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        signer: Signer,
+        poll_interval_ms: int,
+        page_size: int = 100,
+        *,
+        permissive_inputs: bool = False,
+    ) -> None:
         self._store = store
+        self._permissive_inputs = permissive_inputs
         self._signer = signer
         self._poll_interval_ms = poll_interval_ms
         self._page_size = page_size
@@ -131,19 +141,22 @@ class Methods:
         if tool.gate is not None:
             outcome = tool.gate(GateCall(arguments, call.input_responses, call.state))
             if isinstance(outcome, NeedInput):
-                return self._input_required(f"mrtr:{tool.name}", outcome)
+                return self._input_required(f"mrtr:{tool.name}", outcome, request)
             if isinstance(outcome, Finish):
                 return {"resultType": "complete", **outcome.result}
             arguments = outcome.arguments
         if tool.respond is not None and not as_task:
             answer = await tool.respond(call)
             if isinstance(answer, NeedInput):
-                return self._input_required(f"mrtr:{tool.name}", answer)
+                return self._input_required(f"mrtr:{tool.name}", answer, request)
             return {"resultType": "complete", **answer}
         if tool.immediate is not None and not as_task:
             return {"resultType": "complete", **await tool.immediate(arguments)}
         start = tool.start(arguments, self._poll_interval_ms)
-        record = self._store.create(start, _bind(tool, arguments), tool=tool.name, arguments=arguments)
+        checked = None if self._permissive_inputs else request.capabilities
+        record = self._store.create(
+            start, _bind(tool, arguments), tool=tool.name, arguments=arguments, capabilities=checked
+        )
         return {"resultType": "task", **record.snapshot()}
 
     def _call_context(self, purpose: str, request: Request, arguments: Arguments) -> CallContext:
@@ -167,7 +180,14 @@ class Methods:
             arguments, responses, state, request.capabilities, meta if isinstance(meta, dict) else {}
         )
 
-    def _input_required(self, purpose: str, outcome: NeedInput) -> JsonObject:
+    def _input_required(self, purpose: str, outcome: NeedInput, request: Request) -> JsonObject:
+        """The input_required answer; input kinds the request did not declare are refused (-32021)
+        rather than sent, unless the server is permissive."""
+        missing = (
+            {} if self._permissive_inputs else missing_capabilities(outcome.requests, request.capabilities)
+        )
+        if missing:
+            raise refusal(f"{request.method} '{request.params.get('name')}'", missing)
         result: JsonObject = {"resultType": "input_required", "inputRequests": outcome.requests}
         if outcome.state is not None:
             result["requestState"] = self._signer.seal(purpose, outcome.state, _REQUEST_STATE_TTL_SECONDS)
@@ -196,7 +216,7 @@ class Methods:
         purpose = f"mrtr-prompt:{prompt.name}"
         answer = await prompt.render(self._call_context(purpose, request, dict(arguments)))
         if isinstance(answer, NeedInput):
-            return self._input_required(purpose, answer)
+            return self._input_required(purpose, answer, request)
         return {"resultType": "complete", **answer}
 
     async def _complete(self, request: Request) -> JsonObject:

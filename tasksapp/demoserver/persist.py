@@ -32,6 +32,7 @@ _FIELDS = (
     "error",
     "tool",
     "arguments",
+    "capabilities",
 )
 
 

@@ -83,6 +83,11 @@ def missing_tasks_capability(message: str) -> RpcError:
     )
 
 
+def missing_client_capability(message: str, required: JsonObject) -> RpcError:
+    """-32021 with `data.requiredCapabilities`, a ClientCapabilities object as the schema defines it."""
+    return RpcError(ErrorCode.MISSING_CAPABILITY, message, {"requiredCapabilities": required})
+
+
 def task_not_found(task_id: str) -> RpcError:
     return invalid_params(f"Task {task_id} not found")
 

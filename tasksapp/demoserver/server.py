@@ -24,9 +24,11 @@ def create_app(
     allowed_hosts: Iterable[str] = (),
     tools_page_size: int = 100,
     state_file: Path | None = None,
+    permissive_inputs: bool = False,
 ) -> DemoServerApp:
     """`allowed_hosts`: Host/Origin names accepted besides the loopback ones ("*": any).
-    `state_file`: keep the tasks there across restarts (default: in memory only)."""
+    `state_file`: keep the tasks there across restarts (default: in memory only).
+    `permissive_inputs`: send input requests of kinds the client did not declare (tests only)."""
     return DemoServerApp(
         poll_interval_ms=poll_interval_ms,
         keepalive_seconds=keepalive_seconds,
@@ -34,6 +36,7 @@ def create_app(
         allowed_hosts=allowed_hosts,
         tools_page_size=tools_page_size,
         state_file=state_file,
+        permissive_inputs=permissive_inputs,
     )
 
 

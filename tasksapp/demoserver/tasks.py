@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from . import inputkinds
 from .hub import Hub
 from .persist import TaskFile, times
 from .protocol import ErrorCode, JsonObject, RpcError, task_not_found
@@ -72,6 +73,8 @@ class TaskRecord:
     used_keys: set[str] = field(default_factory=set)
     tool: str = ""
     arguments: JsonObject = field(default_factory=dict)
+    # What the creating request declared; None: send any kind (permissive, or saved before this).
+    capabilities: JsonObject | None = None
     runner: asyncio.Task[None] | None = None
     expiry: asyncio.TimerHandle | None = None
     deleted: bool = False
@@ -132,7 +135,13 @@ class TaskContext:
         self._store.change(self._record, **changes)
 
     async def ask(self, requests: Mapping[str, JsonObject], message: str) -> dict[str, JsonObject]:
-        """Goes input_required with one fresh key per label; returns the answers by label."""
+        """Goes input_required with one fresh key per label; returns the answers by label. A kind
+        the creating request did not declare is never sent: the task fails with -32021 instead."""
+        if self._record.capabilities is not None:
+            missing = inputkinds.missing_capabilities(requests, self._record.capabilities)
+            if missing:
+                refused = inputkinds.refusal(f"Task of tool '{self._record.tool}'", missing)
+                raise ToolFailure(refused.code, refused.message, refused.data)
         keys = {label: self._record.new_key(label) for label in requests}
         current = InputRound(outstanding=set(keys.values()))
         self._record.round = current
@@ -165,9 +174,16 @@ class TaskStore:
         return len(self._tasks)
 
     def create(
-        self, start: TaskStart, body: TaskBody, *, tool: str = "", arguments: JsonObject | None = None
+        self,
+        start: TaskStart,
+        body: TaskBody,
+        *,
+        tool: str = "",
+        arguments: JsonObject | None = None,
+        capabilities: JsonObject | None = None,
     ) -> TaskRecord:
-        """A new working task running `body`; `tool` and `arguments` let a restart run it again."""
+        """A new working task running `body`; `tool` and `arguments` let a restart run it again.
+        `capabilities`: what the creating request declared (None: its input requests are not checked)."""
         now = datetime.now(UTC)
         record = TaskRecord(
             task_id=secrets.token_urlsafe(32),
@@ -179,6 +195,7 @@ class TaskStore:
             poll_interval_ms=start.poll_interval_ms,
             tool=tool,
             arguments=dict(arguments or {}),
+            capabilities=capabilities,
         )
         self._tasks[record.task_id] = record
         self._watch(record)
@@ -371,6 +388,7 @@ def _record_of(saved: JsonObject) -> TaskRecord:
         used_keys=set(saved.get("used_keys") or ()),
         tool=saved.get("tool") or "",
         arguments=saved.get("arguments") or {},
+        capabilities=saved.get("capabilities"),
     )
 
 

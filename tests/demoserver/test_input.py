@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from tasksapp.demoserver import run_in_thread
+
 from . import schemas
 from .wire import TERMINAL, Wire
 
@@ -206,3 +208,50 @@ def test_mrtr_decline_gets_an_immediate_result(wire: Wire) -> None:
     _, reply = mrtr_call(wire, inputResponses=answer, requestState=first["result"]["requestState"])
     assert reply["result"]["resultType"] == "complete"
     assert reply["result"]["isError"] is False
+
+
+# --- input kinds the client did not declare (PROTOCOL.md §2.1, §6) ---------------------------
+
+
+def test_an_mrtr_question_of_a_kind_not_declared_is_refused_with_32021(wire: Wire) -> None:
+    response = wire.post(
+        "tools/call", {"name": "mrtr_then_task", "arguments": {}}, name="mrtr_then_task", declared={}
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == -32021 and "'elicitation.form'" in error["message"]
+    assert error["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+    asked = wire.call("mrtr_then_task", {}, declared={"elicitation": {}})  # {} alone: form mode
+    assert asked["resultType"] == "input_required"
+
+
+@pytest.mark.parametrize(
+    ("tool", "declared", "missing"),
+    [
+        ("ask_form", {}, {"elicitation": {"form": {}}}),
+        ("ask_form", {"elicitation": {"url": {}}}, {"elicitation": {"form": {}}}),
+        ("ask_url", {"elicitation": {}}, {"elicitation": {"url": {}}}),
+        ("ask_sampling", {"elicitation": {}}, {"sampling": {}}),
+        ("ask_roots", {"sampling": {}}, {"roots": {}}),
+    ],
+)
+def test_a_task_never_sends_a_kind_its_request_did_not_declare(
+    wire: Wire, tool: str, declared: dict[str, Any], missing: dict[str, Any]
+) -> None:
+    created = wire.call(tool, {"delay": 0}, declared=declared)
+    done = wire.wait_for(created["taskId"], *TERMINAL)
+    assert done["status"] == "failed" and "inputRequests" not in done
+    assert done["error"]["code"] == -32021
+    assert done["error"]["data"] == {"requiredCapabilities": missing}
+
+
+def test_a_permissive_server_sends_them_anyway() -> None:
+    server = run_in_thread(permissive_inputs=True, poll_interval_ms=100)
+    client = Wire(server.url)
+    try:
+        assert client.call("mrtr_then_task", {}, declared={})["resultType"] == "input_required"
+        created = client.call("ask_roots", {"delay": 0}, declared={})
+        assert client.wait_for(created["taskId"], "input_required")["status"] == "input_required"
+    finally:
+        client.close()
+        server.stop()

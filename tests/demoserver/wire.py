@@ -18,8 +18,15 @@ TERMINAL = ("completed", "failed", "cancelled")
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 
-def envelope(*, tasks: bool = True, version: str = PV, **capabilities: Any) -> dict[str, Any]:
-    caps: dict[str, Any] = dict(capabilities)
+# What these tests declare unless they name capabilities: every input kind, as the dashboard does.
+ALL_INPUT_KINDS: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+
+
+def envelope(
+    *, tasks: bool = True, version: str = PV, declared: dict[str, Any] | None = None, **capabilities: Any
+) -> dict[str, Any]:
+    """`declared`: exactly these capabilities (besides tasks); else the keyword ones; else every kind."""
+    caps: dict[str, Any] = dict(declared if declared is not None else capabilities or ALL_INPUT_KINDS)
     if tasks:
         caps["extensions"] = {TASKS: {}}
     return {
@@ -74,13 +81,18 @@ class Wire:
         return headers
 
     def message(
-        self, method: str, params: dict[str, Any] | None = None, *, tasks: bool = True
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        tasks: bool = True,
+        declared: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         return {
             "jsonrpc": "2.0",
             "id": next(self._ids),
             "method": method,
-            "params": {**(params or {}), "_meta": envelope(tasks=tasks)},
+            "params": {**(params or {}), "_meta": envelope(tasks=tasks, declared=declared)},
         }
 
     def post(
@@ -91,8 +103,9 @@ class Wire:
         name: str | None = None,
         tasks: bool = True,
         headers: dict[str, str] | None = None,
+        declared: dict[str, Any] | None = None,
     ) -> httpx.Response:
-        body = self.message(method, params, tasks=tasks)
+        body = self.message(method, params, tasks=tasks, declared=declared)
         return self.http.post(self.url, json=body, headers={**self.headers(method, name), **(headers or {})})
 
     def rpc(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:

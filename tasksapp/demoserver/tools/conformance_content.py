@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from .. import streams
-from ..protocol import ErrorCode, JsonObject, RpcError
+from ..protocol import JsonObject, RpcError, missing_client_capability
 from .content import b64, tiny_png, tiny_wav
 from .registry import CallContext, NeedInput, RespondFn, Tool, form_request, text_result
 
@@ -16,10 +16,9 @@ _NO_ARGUMENTS: JsonObject = {}
 
 def missing_capability(capability: str, what: str) -> RpcError:
     """-32021 naming the capability as a ClientCapabilities object, as the schema defines it."""
-    return RpcError(
-        ErrorCode.MISSING_CAPABILITY,
+    return missing_client_capability(
         f"{what} needs the client capability '{capability}', which this request did not declare.",
-        {"requiredCapabilities": {capability: {}}},
+        {capability: {}},
     )
 
 
