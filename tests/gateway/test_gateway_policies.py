@@ -12,7 +12,7 @@ from django.test import Client
 from tasksapp import services
 from tasksapp.models import Agent, InputRequest, McpServer, RemoteTask
 from tasksapp.services.agents import gateway_policy_set
-from tests.gateway.support import post, result
+from tests.gateway.support import TASKS, post, result
 from tests.peers.launch import RunningPeer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -21,7 +21,9 @@ DECLINE = {"action": "decline"}
 
 def mirrored_question(url: str, token: str) -> tuple[dict[str, Any], RemoteTask]:
     """An ask_form task through the gateway, once its question is in the mirror."""
-    created = result(post(url, token, "tools/call", {"name": "ask_form", "arguments": {"delay": 0.05}}))
+    # The agent declares form elicitation: a server may ask it only for kinds it declared.
+    call = {"name": "ask_form", "arguments": {"delay": 0.05}}
+    created = result(post(url, token, "tools/call", call, capabilities={**TASKS, "elicitation": {}}))
     deadline = time.monotonic() + 20
     while not InputRequest.objects.filter(state="open").exists():
         assert time.monotonic() < deadline, "the question never reached the mirror"
