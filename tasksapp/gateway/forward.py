@@ -4,7 +4,9 @@ first, attributed to the agent, so the agent can ask the gateway about it at onc
 """
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tasksapp.connections import CANNOT_WRITE, db_step
@@ -23,6 +25,7 @@ from tasksapp.services.gateway import gateway_call_record, gateway_task_create
 
 log = logging.getLogger(__name__)
 JsonObject = dict[str, Any]
+AuditAfter = Callable[[], Awaitable[None]] | None
 # Upstream answers passed on with their status; credentials refused upstream are the dashboard's
 # business, never the agent's (its challenge would send the agent to the upstream's OAuth).
 _REFUSED = (401, 403)
@@ -70,24 +73,29 @@ async def _pass_on(relayed: Relayed, caller: Caller, call: Call, send: Send) -> 
     body = await relayed.body()
     message = await relayed.json() if relayed.kind == "json" else None
     outcome = "error" if relayed.status >= 400 or _is_error(message) else "ok"
-    if isinstance(message, dict) and call.method == "tools/call":
+    after = (
         await _settle_call(caller, call, message)
+        if isinstance(message, dict) and call.method == "tools/call"
+        else None
+    )
     content_type = relayed.content_type.encode("latin-1") or None
     extra = [(b"retry-after", str(int(relayed.retry_after)).encode())] if relayed.retry_after else []
     await send_bytes(send, relayed.status, body, content_type, extra)
+    if after is not None:
+        await after()
     return outcome
 
 
 async def _pass_on_stream(relayed: Relayed, caller: Caller, call: Call, send: Send) -> str:
     stream = SseResponse(send)
     await stream.open(relayed.status)
-    outcome = "error"
+    outcome, after = "error", None
     try:
         async for message in relayed.messages():
             final = message.get("id") == call.id and ("result" in message or "error" in message)
             if final and call.method == "tools/call":
                 try:
-                    await _settle_call(caller, call, message)
+                    after = await _settle_call(caller, call, message)
                 except GatewayError as exc:
                     exc.request_id = call.id
                     message = exc.body()
@@ -99,6 +107,8 @@ async def _pass_on_stream(relayed: Relayed, caller: Caller, call: Call, send: Se
         # Headers are sent: the agent sees the stream end without an answer (outcome unknown).
         log.warning("gateway: relaying %s from %s broke off: %s", call.method, caller.server.name, exc)
     await stream.close()
+    if after is not None:
+        await after()
     return outcome
 
 
@@ -106,24 +116,30 @@ def _is_error(message: Any) -> bool:
     return isinstance(message, dict) and isinstance(message.get("error"), dict)
 
 
-async def _settle_call(caller: Caller, call: Call, message: JsonObject) -> None:
-    """Before the agent hears the answer: a task goes into the mirror; any other outcome is audited."""
+async def _settle_call(caller: Caller, call: Call, message: JsonObject) -> AuditAfter:
+    """Before the agent hears the answer, a task goes into the mirror. Any other outcome is audited
+    right after the answer went out (returned, to be awaited then): the agent waits for no write."""
     tool, arguments = str(call.params.get("name")), call.params.get("arguments")
     arguments = arguments if isinstance(arguments, dict) else {}
-    record = db_step(gateway_call_record)
+
+    def audit_after(outcome: str, error: str = "") -> AuditAfter:
+        return functools.partial(
+            db_step(gateway_call_record),
+            server=caller.server,
+            agent=caller.agent,
+            tool=tool,
+            outcome=outcome,
+            error=error,
+        )
+
     if _is_error(message):
-        error = str(message["error"].get("message", ""))[:500] or "error"
-        await record(server=caller.server, agent=caller.agent, tool=tool, outcome="error", error=error)
-        return
+        return audit_after("error", str(message["error"].get("message", ""))[:500] or "error")
     try:
         outcome = parse_call_outcome(message.get("result"))
     except InvalidResponse as exc:
-        await record(server=caller.server, agent=caller.agent, tool=tool, outcome="error", error=str(exc))
-        return
+        return audit_after("error", str(exc))
     if not isinstance(outcome, TaskCreated):
-        kind = "input_required" if isinstance(outcome, InputRequired) else "result"
-        await record(server=caller.server, agent=caller.agent, tool=tool, outcome=kind)
-        return
+        return audit_after("input_required" if isinstance(outcome, InputRequired) else "result")
     try:
         await db_step(gateway_task_create)(
             server=caller.server, agent=caller.agent, snapshot=outcome.task, tool=tool, arguments=arguments
@@ -143,3 +159,4 @@ async def _settle_call(caller: Caller, call: Call, message: JsonObject) -> None:
             "unreachable, so it could not be recorded; ask an operator to adopt it "
             "(manage.py tasks adopt). Do not call the tool again."
         ) from None
+    return None
