@@ -47,7 +47,8 @@ from tasksapp import services
 from tasksapp.services.agents import agent_create
 server = services.server_create(name="demo", url=os.environ["BENCH_URL"], headers={}, user=None)
 count = int(os.environ["BENCH_AGENTS"])
-tokens = [agent_create(name=f"agent-{i}", servers=[server], user=None, rate_limit=1_000_000)[1] for i in range(count)]
+made = [agent_create(name=f"agent-{i}", servers=[server], user=None, rate_limit=10**6) for i in range(count)]
+tokens = [token for _, token in made]
 print(json.dumps({"server": server.pk, "tokens": tokens}))
 """
 
@@ -224,8 +225,9 @@ def main() -> None:
         polls = poll_together(agents, task_id, args.poll_seconds, 1.0)
         upstream = upstream_gets(demo.base) - before
         print(
-            f"\n{args.agents} agent clients polling one task every pollIntervalMs (1000 ms) for {args.poll_seconds:g} s, "
-            f"a worker running:\n  agents' tasks/get through the gateway: {polls}\n"
+            f"\n{args.agents} agent clients polling one task every pollIntervalMs (1000 ms) "
+            f"for {args.poll_seconds:g} s, a worker running:\n"
+            f"  agents' tasks/get through the gateway: {polls}\n"
             f"  the upstream's tasks/get (all pollers together): {upstream}\n"
             f"  one poller at 1000 ms would make about {args.poll_seconds:g}"
         )
