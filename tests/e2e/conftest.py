@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -60,6 +60,7 @@ class Demo:
     password: str  # of every user: demo (admin), vera (viewer), otto (operator)
     output: list[str]
     sink: str  # the outbox sink's page (what the demo's email and webhooks sent), trailing slash
+    env: dict[str, str] = field(default_factory=dict)  # for manage.py commands on the demo's database
 
 
 @pytest.fixture(scope="package")
@@ -105,7 +106,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
             timeout=60,
         )
         sink = f"http://127.0.0.1:{sink_port}/"
-        yield Demo(base=base, mcp_url=mcp_url, password=password, output=output, sink=sink)
+        yield Demo(base=base, mcp_url=mcp_url, password=password, output=output, sink=sink, env=env)
     finally:
         code: int | None
         if process.poll() is None:
