@@ -289,7 +289,7 @@ def test_any_tool_name_works_and_stays_on_its_own_servers_pages(
         assert listing.status_code == 200, dashboard.log()
         links = [
             html.unescape(link)
-            for link in re.findall(r'<a class="button" href="([^"]*)">Run</a>', listing.text)
+            for link in re.findall(r'<a [^>]*href="([^"]*/run/)"[^>]*>Run</a>', listing.text)
         ]
         assert len(links) == len(HOSTILE_NAMES), links
         for name, link in zip(HOSTILE_NAMES, links, strict=True):
