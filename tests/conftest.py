@@ -35,6 +35,18 @@ def _loopback_allowed(settings: "SettingsWrapper") -> None:
     settings.OUTBOUND_ALLOWED_HOSTS = list(LOOPBACK)
 
 
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Each test starts and ends in the default language: a test client's request in zh-Hans leaves
+    its language active in the test's thread (Django's LocaleMiddleware never deactivates), and a
+    later test rendering outside a request would read Chinese."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
 FASTMCP_READY = "fastmcp peer listening on"
 LEGACY_READY = "legacy peer listening on"
 
