@@ -372,16 +372,16 @@ class FlatFields:
 
 def _root_problem(schema: object) -> str | None:
     if not isinstance(schema, dict):
-        return "the schema itself (not a JSON object)"
+        return _("the schema itself (not a JSON object)")
     if schema.get("type", "object") != "object":
-        return "the schema itself (not of type object)"
+        return _("the schema itself (not of type object)")
     if not isinstance(schema.get("properties", {}), dict):
-        return "the schema itself (properties is not an object)"
+        return _("the schema itself (properties is not an object)")
     extra = sorted(str(k) for k in schema.keys() & _ROOT_STRUCTURAL)
     for key in ("additionalProperties", "unevaluatedProperties"):
         if isinstance(schema.get(key), dict) and schema[key]:
             extra.append(key)
-    return f"the schema itself ({', '.join(extra)})" if extra else None
+    return _("the schema itself (%(keywords)s)") % {"keywords": ", ".join(extra)} if extra else None
 
 
 def flat_fields(schema: object) -> FlatFields:
@@ -392,7 +392,9 @@ def flat_fields(schema: object) -> FlatFields:
     assert isinstance(schema, dict)
     properties: dict[Any, Any] = schema.get("properties", {})
     if len(properties) > MAX_FIELDS:
-        return FlatFields(problems=[f"the schema itself (more than {MAX_FIELDS} fields)"])
+        return FlatFields(
+            problems=[_("the schema itself (more than %(count)s fields)") % {"count": MAX_FIELDS}]
+        )
     listed = schema.get("required")
     required = {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
     missing = sorted(required - properties.keys())[:MAX_FIELDS]

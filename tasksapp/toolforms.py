@@ -8,6 +8,7 @@ out of reach and no argument is silently dropped.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -21,7 +22,8 @@ from tasksapp.schemacheck import SchemaUncheckable, issue_text, schema_issues
 from tasksapp.schemafields import MAX_FIELDS, JsonObject, clip, flat_fields, initial_from
 
 MAX_JSON = 512_000
-NOT_SHOWN_AS_FIELDS = "the arguments to run again include values no field can show"
+MAX_SCHEMA_SHOWN = 20_000
+NOT_SHOWN_AS_FIELDS = gettext_lazy("the arguments to run again include values no field can show")
 
 
 class ToolFieldsForm(SchemaForm):
@@ -65,6 +67,41 @@ class ToolJsonForm(forms.Form):
         self.reasons = reasons
         self.warnings: list[str] = []
 
+    def outline(self) -> list[SchemaRow]:
+        """The schema's top-level arguments as a person reads them: name, type, required or not,
+        description and default (clipped; the template escapes them)."""
+        schema = self.schema if isinstance(self.schema, dict) else {}
+        properties = schema.get("properties")
+        if not isinstance(properties, dict):
+            return []
+        listed = schema.get("required")
+        required = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
+        return [
+            SchemaRow(
+                name=clip(str(name), 100),
+                type=_type_text(prop),
+                required=name in required,
+                description=clip(str(prop.get("description", "")), 300) if isinstance(prop, dict) else "",
+                default=clip(_compact(prop["default"]), 200)
+                if isinstance(prop, dict) and "default" in prop
+                else "",
+            )
+            for name, prop in islice(properties.items(), MAX_FIELDS)
+        ]
+
+    def required_missing_from_properties(self) -> list[str]:
+        """Required names the schema lists without describing them (they still have to be sent)."""
+        schema = self.schema if isinstance(self.schema, dict) else {}
+        listed, properties = schema.get("required"), schema.get("properties")
+        described = properties.keys() if isinstance(properties, dict) else set()
+        names = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
+        return [clip(name, 100) for name in names if name not in described][:MAX_FIELDS]
+
+    def schema_text(self) -> str:
+        """The whole inputSchema, indented (cut at MAX_SCHEMA_SHOWN characters)."""
+        text = _pretty(self.schema)
+        return text if len(text) <= MAX_SCHEMA_SHOWN else text[:MAX_SCHEMA_SHOWN] + "\n…"
+
     def clean_arguments_json(self) -> JsonObject:
         arguments = parse_arguments(self.cleaned_data["arguments_json"])
         try:
@@ -87,6 +124,41 @@ class ToolJsonForm(forms.Form):
 ToolForm = ToolFieldsForm | ToolJsonForm
 
 
+@dataclass(frozen=True)
+class SchemaRow:
+    name: str
+    type: str
+    required: bool
+    description: str
+    default: str
+
+
+def _type_text(prop: object) -> str:
+    """'string', 'integer or null', 'object', 'one of 3 shapes', 'any'."""
+    if not isinstance(prop, dict):
+        return "any"
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return kind
+    if isinstance(kind, list):
+        return " or ".join(str(item) for item in kind[:5])
+    for keyword in ("oneOf", "anyOf"):
+        if isinstance(prop.get(keyword), list):
+            return f"{keyword} ({len(prop[keyword])})"
+    if "enum" in prop:
+        return "enum"
+    if "$ref" in prop:
+        return f"$ref {clip(str(prop['$ref']), 60)}"
+    return "any"
+
+
+def _compact(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return ""
+
+
 def tool_form(
     input_schema: object,
     *,
@@ -98,7 +170,7 @@ def tool_form(
     built = flat_fields(input_schema)
     shown = initial_from(built.fields, initial_arguments or {}) if not built.problems else None
     if shown is None:
-        reasons = built.problems or [NOT_SHOWN_AS_FIELDS]
+        reasons = built.problems or [str(NOT_SHOWN_AS_FIELDS)]
         return ToolJsonForm(
             input_schema, reasons=reasons, initial_arguments=initial_arguments, data=data, prefix=prefix
         )

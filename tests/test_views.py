@@ -299,3 +299,33 @@ def test_adding_the_dashboards_own_address_says_so_and_contacts_nothing() -> Non
     page = admin.post(reverse("tasks:server-add"), form, headers={"host": "localhost:8000"}).content.decode()
     assert "This is the dashboard&#x27;s own address, not an MCP server&#x27;s." in page
     assert not McpServer.objects.filter(name="loop").exists()
+
+
+def test_the_json_arguments_form_shows_the_schema_and_what_is_required() -> None:
+    from tests.opsdata import server
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "config": {
+                "type": "object",
+                "description": "How to <b>retry</b>.",
+                "properties": {"retries": {"type": "integer"}},
+            },
+            "label": {"type": ["string", "null"], "default": "run"},
+        },
+        "required": ["config", "token"],
+    }
+    alpha = server()
+    McpServer.objects.filter(pk=alpha.pk).update(tools=[{"name": "deep", "inputSchema": schema}])
+    page = client_for("operator").get(reverse("tasks:tool-run", args=[alpha.pk, "deep"])).content.decode()
+    outline = page[page.index('id="json-arguments-outline"') : page.index("</table>")]
+    cells = [re.sub(r"<[^>]+>", " ", row) for row in re.findall(r"<tr>(.*?)</tr>", outline, re.S)]
+    rows = [" ".join(cell.split()) for cell in cells]
+    assert rows[1:] == [
+        "config object * required How to &lt;b&gt;retry&lt;/b&gt;.",
+        "label string or null optional default &quot;run&quot;",
+    ]
+    assert "Also required, though the schema does not describe them: <code>token</code>" in page
+    assert "&quot;retries&quot;" in page  # the whole schema, escaped, under a <details>
+    assert "(token, config, label)" in page  # why it is JSON: the arguments no field can show
