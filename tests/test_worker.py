@@ -67,6 +67,8 @@ def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.F
         "id",
         "server",
         "tool",
+        "startedBy",
+        "agent",
         "taskId",
         "status",
         "statusMessage",
@@ -86,6 +88,7 @@ def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.F
         "events",
     } == set(final)
     assert final["staleSince"] is None and final["lastConfirmedAt"] >= final["lastChangedAt"]
+    assert final["agent"] is None  # started from the command line, not by an agent
     listed = cli("tasks", "list", "--status", "completed", "--server", server.name)
     assert [row["id"] for row in listed] == [task_id]
 
