@@ -93,6 +93,8 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic onl
         "last_error_at",
         "consecutive_failures",
         "backoff_until",
+        "failing_workers",
+        "workers_reporting",
     ]
     actions = ["refresh_discovery"]
 

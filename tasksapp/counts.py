@@ -135,7 +135,22 @@ def status_tiles() -> list[dict[str, Any]]:
             totals[key] += n
         if stale and not expired and status not in TERMINAL:  # as RemoteTaskQuerySet.stale()
             totals["stale"] += n
+    totals["stale"] += stale_held()
     return [{"key": key, "label": label, "count": totals[key]} for key, label in TILES]
+
+
+def stale_held() -> int:
+    """Active tasks of enabled servers that are stale for their worker (RemoteTaskQuerySet's
+    stale()): one small query while no server fails for anyone, then the tasks of those that do."""
+    from tasksapp.models import McpServer, RemoteTask, stale
+
+    failing = list(
+        McpServer.objects.filter(consecutive_failures__gt=0, enabled=True).values_list("pk", flat=True)
+    )
+    if not failing:
+        return 0
+    active = RemoteTask.objects.exclude(status__in=TERMINAL).filter(expired=False, server_id__in=failing)
+    return active.filter(stale()).count()
 
 
 def per_hour(start: datetime) -> tuple[dict[datetime, int], dict[datetime, int]]:

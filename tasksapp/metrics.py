@@ -26,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from tasksapp import redislayer
-from tasksapp.models import InputRequest, McpServer, PendingCall, RemoteTask, WorkerHeartbeat
+from tasksapp.models import InputRequest, McpServer, PendingCall, RemoteTask, ServerHealth, WorkerHeartbeat
 from tasksapp.traffic import all_traffic
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,12 @@ def live_heartbeats() -> list[WorkerHeartbeat]:
 
 class DashboardCollector(Collector):
     def collect(self) -> Iterator[Any]:
+        beats = live_heartbeats()
         yield from self._tasks()
         yield from self._inputs()
         yield from self._servers()
-        yield from self._workers(live_heartbeats())
+        yield from self._views(beats)
+        yield from self._workers(beats)
         yield from self._live()
         yield from self._gateway()
 
@@ -104,6 +106,21 @@ class DashboardCollector(Collector):
         for name, n in sorted(health.items()):
             servers.add_metric([name], n)
         yield servers
+
+    def _views(self, beats: list[WorkerHeartbeat]) -> Iterator[Any]:
+        """Each live worker's view of each server (tasksapp.services.health): 0 while it reaches it."""
+        views = GaugeMetricFamily(
+            "mcp_server_worker_failures",
+            "Consecutive failures of each live worker on each server (0: it reaches the server)",
+            labels=["server", "worker"],
+        )
+        live = [beat.worker for beat in beats]
+        rows = ServerHealth.objects.filter(worker__in=live).values_list(
+            "server__name", "worker", "consecutive_failures"
+        )
+        for server, worker, failures in rows.order_by("server__name", "worker"):
+            views.add_metric([server, worker], failures)
+        yield views
 
     def _workers(self, beats: list[WorkerHeartbeat]) -> Iterator[Any]:
         alive = GaugeMetricFamily("mcp_workers_alive", "Workers whose heartbeat is within the lease window")

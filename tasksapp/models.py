@@ -5,6 +5,7 @@ started. Bearer secrets (task ids, input keys, credentials) are stored encrypted
 fingerprint; see tasksapp.crypto.
 """
 
+import hashlib
 import json
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,6 +65,10 @@ class McpServer(models.Model):
         null=True, blank=True, help_text="when the current run of failures began (empty while healthy)"
     )
     backoff_until = models.DateTimeField(null=True, blank=True)
+    # The health fields above are the worst of the live workers' (ServerHealth): who is behind, and
+    # how many workers reported on this server.
+    failing_workers = models.JSONField(default=list, blank=True, help_text="live workers it fails for")
+    workers_reporting = models.PositiveIntegerField(default=0)
 
     read_timeout_seconds = models.PositiveIntegerField(
         default=30,
@@ -146,6 +151,41 @@ class McpServer(models.Model):
         return "unknown"
 
 
+class ServerHealth(models.Model):
+    """One worker's view of one server: its failure streak, back-off and last answer.
+
+    Back-off lives in each worker's memory, so health is per (worker, server); the McpServer row
+    holds the worst of the live workers' views (tasksapp.services.health), and a task is stale
+    when the worker that holds it cannot reach its server.
+    """
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="health_rows")
+    worker = models.CharField(max_length=200)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    failing_since = models.DateTimeField(null=True, blank=True)
+    backoff_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True, help_text="its last answer (within 30 s)")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["server", "worker"], name="unique_server_health")]
+        indexes = [models.Index(fields=["worker"], name="health_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.server_id} for {self.worker}"
+
+    @property
+    def holder_key(self) -> str:
+        return holder_key(self.worker)
+
+
+def holder_key(worker: str) -> str:
+    """A short, selector-safe name for a worker: list rows carry it (data-held-by) so that a
+    worker's stale mark reaches exactly the rows of the tasks it holds."""
+    return hashlib.blake2b(worker.encode(), digest_size=4).hexdigest() if worker else ""
+
+
 # What the health and status badges say: identifiers in code and CSS, translated on the page
 # ({% translate server.health context "server health" %}); literal, so makemessages finds them.
 HEALTH_WORDS = (
@@ -186,10 +226,23 @@ def _server_large(prefix: str) -> list[str]:
     return [prefix + column for column in LARGE_SERVER_COLUMNS]
 
 
-# An active task whose server is failing (or disabled) shows what the server said last, unconfirmed.
-STALE = Q(server__consecutive_failures__gt=0) | Q(server__enabled=False)
-# The same, as a value of any row with a `server` (the overview's counts).
-STALE_SERVERS = models.ExpressionWrapper(STALE, output_field=models.BooleanField())
+def holder_failing() -> "models.QuerySet[ServerHealth]":
+    """The failing health row of the worker that holds the task (OuterRef), on the task's server."""
+    return ServerHealth.objects.filter(
+        server=models.OuterRef("server_id"), worker=models.OuterRef("leased_by"), consecutive_failures__gt=0
+    )
+
+
+def stale() -> Q:
+    """An active task shows what its server said last, unconfirmed, when the server is disabled,
+    when the worker that holds the task cannot reach it (another worker's success on the server is
+    no news of this task), or, held by nobody, when the server's last word is failing."""
+    unheld = Q(leased_by="", server__consecutive_failures__gt=0)
+    return Q(server__enabled=False) | Q(models.Exists(holder_failing())) | unheld
+
+
+# Servers whose every active task is stale, as a value of any row with a `server` (the overview's counts).
+STALE_SERVERS = models.ExpressionWrapper(Q(server__enabled=False), output_field=models.BooleanField())
 
 
 class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
@@ -209,17 +262,35 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
         return self.filter(leased_by=worker, lease_until__gte=now)
 
     def for_list(self) -> "RemoteTaskQuerySet":
-        """What a list row shows, in one query (server and agent joined, large JSON columns left out)."""
-        return self.select_related("server", "agent").defer(
-            *LARGE_TASK_COLUMNS,
-            "remote_id_encrypted",
-            "server__headers_encrypted",
-            *_server_large("server__"),
+        """What a list row shows, in one query (server and agent joined, large JSON columns left out, the
+        holder's health as a subquery)."""
+        return (
+            self.select_related("server", "agent")
+            .defer(
+                *LARGE_TASK_COLUMNS,
+                "remote_id_encrypted",
+                "server__headers_encrypted",
+                *_server_large("server__"),
+            )
+            .with_holder_health()
         )
 
     def for_detail(self) -> "RemoteTaskQuerySet":
         """A task's page: the task whole, its server without the columns only server pages show."""
-        return self.select_related("server", "started_by", "agent").defer(*_server_large("server__"))
+        return (
+            self.select_related("server", "started_by", "agent")
+            .defer(*_server_large("server__"))
+            .with_holder_health(error=True)
+        )
+
+    def with_holder_health(self, *, error: bool = False) -> "RemoteTaskQuerySet":
+        """Since when the worker holding each task has been failing on its server (None while it
+        reaches it), and with `error` what went wrong: RemoteTask.stale_since reads them."""
+        failing = holder_failing()
+        found = self.annotate(holder_failing_since=models.Subquery(failing.values("failing_since")[:1]))
+        if error:
+            found = found.annotate(holder_error=models.Subquery(failing.values("last_error")[:1]))
+        return found
 
     def with_display_status(self, status: str) -> "RemoteTaskQuerySet":
         """Filter by the label people see, including the dashboard's own refinements."""
@@ -236,7 +307,7 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
         if status == "active":
             return self.exclude(status__in=TERMINAL).filter(expired=False)
         if status == "stale":
-            return self.exclude(status__in=TERMINAL).filter(STALE, expired=False)
+            return self.exclude(status__in=TERMINAL).filter(stale(), expired=False)
         return self.filter(status=status, expired=False)
 
 
@@ -352,10 +423,11 @@ class RemoteTask(models.Model):
 
     @property
     def stale_since(self) -> datetime | None:
-        """For an active task whose server is failing or disabled: since when nothing confirmed it."""
+        """For an active task whose server is disabled, or whose worker cannot reach its server:
+        since when nothing confirmed it."""
         if self.is_terminal or self.expired:
             return None
-        if self.server.enabled and not self.server.consecutive_failures:
+        if self.server.enabled and self.stale_failing_since is None:
             return None
         return self.last_confirmed_at or self.last_seen_at or self.created_at
 
@@ -373,6 +445,37 @@ class RemoteTask(models.Model):
         if self.agent_id is not None:
             return str(self.agent)
         return str(self.started_by) if self.started_by_id is not None else ""
+
+    @property
+    def holder_key(self) -> str:
+        """The worker holding this task, as list rows carry it (tasksapp.models.holder_key)."""
+        return holder_key(self.leased_by)
+
+    @property
+    def stale_failing_since(self) -> datetime | None:
+        """Since when the worker that holds this task has been failing on its server (None while it
+        reaches it); for a task nobody holds, the server's. Read from the holder's health
+        (RemoteTaskQuerySet.with_holder_health); a row loaded without it asks the database."""
+        if not self.leased_by:
+            return self.server.failing_since if self.server.consecutive_failures else None
+        if "holder_failing_since" not in self.__dict__:
+            row = ServerHealth.objects.filter(
+                server_id=self.server_id, worker=self.leased_by, consecutive_failures__gt=0
+            ).values_list("failing_since", "last_error")
+            self.__dict__["holder_failing_since"], self.__dict__["holder_error"] = row.first() or (None, "")
+        found: datetime | None = self.__dict__["holder_failing_since"]
+        return found
+
+    @property
+    def stale_error(self) -> str:
+        """What went wrong for the worker that holds this task (or the server's last error), while
+        it is failing."""
+        if not self.leased_by:
+            return self.server.last_error if self.server.consecutive_failures else ""
+        if "holder_error" not in self.__dict__:
+            self.__dict__.pop("holder_failing_since", None)
+            _ = self.stale_failing_since
+        return str(self.__dict__.get("holder_error") or "")
 
     @property
     def display_status(self) -> str:

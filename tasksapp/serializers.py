@@ -89,6 +89,8 @@ def server_json(server: McpServer) -> dict[str, Any]:
         "backoffUntil": server.backoff_until.isoformat() if server.backoff_until else None,
         "gatewayUrl": gateway_url(server),
         "gatewayPolicy": server.gateway_policy,
+        "failingWorkers": list(server.failing_workers),  # who is behind (the health is the worst view)
+        "workersReporting": server.workers_reporting,
     }
 
 

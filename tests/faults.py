@@ -4,6 +4,7 @@ scripted server for answers no real server gives.
 """
 
 import asyncio
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,10 +74,74 @@ class OutageProxy:
         self._writers.difference_update((writer, up_writer))
 
 
+class PartitionProxy(OutageProxy):
+    """An OutageProxy that can also cut off one client (a worker, told apart by the User-Agent of
+    the first request on each connection: `worker/<name>`) while the others still get through:
+    a network partition between that worker and the server. Its open connections are cut, and its
+    new ones closed once their first request's headers have arrived."""
+
+    def __init__(self, target_port: int) -> None:
+        self.cut_off: set[str] = set()
+        self._clients: dict[asyncio.StreamWriter, str] = {}
+        super().__init__(target_port)
+
+    def partition(self, *workers: str) -> None:
+        """Cut these workers off (and only them); with none, heal every partition."""
+        asyncio.run_coroutine_threadsafe(self._partition(set(workers)), self._loop).result(5)
+
+    async def _partition(self, workers: set[str]) -> None:
+        self.cut_off = workers
+        for writer, worker in list(self._clients.items()):
+            if worker in workers:
+                writer.transport.abort()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)  # cut by down() even before its first request has arrived
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            writer.transport.abort()
+            return
+        agent = re.search(rb"(?im)^user-agent:.*?worker/(\S+)", head)
+        worker = agent.group(1).decode() if agent else ""
+        if worker in self.cut_off:
+            writer.transport.abort()
+            return
+        self._clients[writer] = worker
+        try:
+            await super()._pipe(_Replay(head, reader), writer)  # type: ignore[arg-type]
+        finally:
+            self._clients.pop(writer, None)
+
+
+class _Replay:
+    """A StreamReader that yields the bytes already read first."""
+
+    def __init__(self, head: bytes, reader: asyncio.StreamReader) -> None:
+        self.head, self.reader = head, reader
+
+    async def read(self, n: int) -> bytes:
+        if self.head:
+            data, self.head = self.head, b""
+            return data
+        return await self.reader.read(n)
+
+
+@contextmanager
+def partition_proxy(target_url: str) -> Iterator[PartitionProxy]:
+    with _proxy(PartitionProxy, target_url) as proxy:
+        yield proxy
+
+
 @contextmanager
 def outage_proxy(target_url: str) -> Iterator[OutageProxy]:
-    port = int(target_url.rsplit(":", 1)[1].split("/", 1)[0])
-    proxy = OutageProxy(port)
+    with _proxy(OutageProxy, target_url) as proxy:
+        yield proxy
+
+
+@contextmanager
+def _proxy[P: OutageProxy](kind: type[P], target_url: str) -> Iterator[P]:
+    proxy = kind(int(target_url.rsplit(":", 1)[1].split("/", 1)[0]))
     try:
         yield proxy
     finally:

@@ -171,13 +171,13 @@ def test_listen_without_an_ack_is_closed_and_retried_with_back_off(settings: Any
 
 def test_an_idle_server_recorded_as_failing_is_probed_back_to_healthy(demo_server: RunningPeer) -> None:
     server = services.server_create(name="idle", url=demo_server.url, headers={}, user=None)
-    services.server_record_failure(
-        server_id=server.pk, error="cannot reach it", failures=3, backoff_until=server.created_at
+    services.server_record_failure(  # by a worker that is then restarted under the same name
+        server_id=server.pk, worker="w1", error="cannot reach it", failures=3, backoff_until=server.created_at
     )
     assert server_row(server.pk).health == "failing"
 
     async def run() -> float:
-        worker = Worker(refresh_seconds=0.2)
+        worker = Worker(name="w1", refresh_seconds=0.2)
         runner = asyncio.create_task(worker.run())
         try:  # Bound: healthy within 5 s, with no task to poll on it
             return await wait_for(lambda: server_row(server.pk).health == "healthy", 5, "the probe")

@@ -21,7 +21,7 @@ from django.test import Client
 from dashboard.asgi import application
 from tasksapp import events, services
 from tasksapp.live import shared
-from tasksapp.models import McpServer, RemoteTask
+from tasksapp.models import McpServer, RemoteTask, holder_key
 from tasksapp.services.tasks import task_note
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -395,12 +395,20 @@ async def test_the_timeline_keeps_the_pages_window_and_its_older_line(viewer: tu
 # --- issue 8 item 4 on lists: a failing server's every active task is marked, however many ----
 
 
+HOLDER = "worker-1"
+
+
 def seeded(count: int) -> tuple[McpServer, list[int]]:
     """`count` active tasks and one finished one on one server, oldest first (no peer needed)."""
     server = McpServer.objects.create(name="many", url="http://127.0.0.1:9/mcp")
     tasks = []
     for n in range(count + 1):
-        task = RemoteTask(server=server, tool_name="slow_count", status="completed" if n == 0 else "working")
+        task = RemoteTask(
+            server=server,
+            tool_name="slow_count",
+            status="completed" if n == 0 else "working",
+            leased_by=HOLDER,  # as the worker that polls them leases them
+        )
         task.set_remote_id(f"many-{n}")
         tasks.append(task)
     RemoteTask.objects.bulk_create(tasks)
@@ -427,7 +435,7 @@ async def test_a_failing_server_marks_every_active_row_of_an_open_list_stale(
     server, (done, oldest, *_) = await sync_to_async(seeded)(600)  # more than the newest 500
     listing = f"/tasks/?server={server.pk}&sort=created"  # the oldest rows first
     html = (await sync_to_async(viewer[1].get)(listing)).content.decode()
-    slot = f'<span class="stale-mark" data-server="{server.pk}">'
+    slot = f'<span class="stale-mark" data-server="{server.pk}" data-held-by="{holder_key(HOLDER)}">'
     assert slot + "</span>" in row(html, oldest) and "stale-flag" not in row(html, oldest)
     assert "stale-mark" not in row(html, done)  # a finished task is never stale
     communicator = socket(viewer[1], "page=tasks")
@@ -435,16 +443,21 @@ async def test_a_failing_server_marks_every_active_row_of_an_open_list_stale(
 
     until = timezone.now() + timedelta(seconds=5)
     await sync_to_async(services.server_record_failure)(
-        server_id=server.pk, error="cannot reach it", failures=1, backoff_until=until
+        server_id=server.pk, worker=HOLDER, error="cannot reach it", failures=1, backoff_until=until
     )
-    frame = (await frames_until(communicator, server_mark))[-1]
-    target = rf"innerHTML:#task-rows \.stale-mark\[data-server='{server.pk}'\]"
+    frame = (await frames_until(communicator, lambda frame: server_mark(frame) and "stale since" in frame))[
+        -1
+    ]
+    holder = holder_key(HOLDER)
+    target = rf"innerHTML:#task-rows \.stale-mark\[data-server='{server.pk}'\]\[data-held-by='{holder}'\]"
     flag = r'<span class="stale-flag"[^>]*>(<time [^>]*>)?stale since'  # the time is a zone-labelled <time>
     assert re.search(rf'<span hx-swap-oob="{target}">{flag}', frame)
     html = (await sync_to_async(viewer[1].get)(listing)).content.decode()
     assert "stale since" in row(html, oldest)  # a reload says the same as the live mark
 
-    await sync_to_async(services.server_record_success)(server_id=server.pk, now=timezone.now())
+    await sync_to_async(services.server_record_success)(
+        server_id=server.pk, worker=HOLDER, now=timezone.now()
+    )
     frame = (await frames_until(communicator, server_mark))[-1]
     assert re.search(rf'<span hx-swap-oob="{target}"></span>', frame)  # the marks go
     await communicator.disconnect()

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.models import STALE, TERMINAL, McpServer, RemoteTask
+from tasksapp.models import TERMINAL, McpServer, RemoteTask, stale
 from tasksapp.permissions import OPERATOR, VIEWER
 from tasksapp.views.overview import hourly_chart, overview_context, overview_live_html
 from tests.engine_helpers import run_worker_until
@@ -28,7 +28,7 @@ FRESH = {
     "failed": Q(status="failed"),
     "cancelled": Q(status="cancelled"),
     "expired": Q(expired=True),
-    "stale": STALE & Q(expired=False) & ~Q(status__in=TERMINAL),
+    "stale": stale() & Q(expired=False) & ~Q(status__in=TERMINAL),
 }
 
 

@@ -122,8 +122,13 @@ async def test_open_pages_are_told_when_a_server_starts_failing(demo_registered:
     connected, _ = await communicator.connect()
     assert connected
     until = timezone.now() + timedelta(seconds=5)
+    await sync_to_async(RemoteTask.objects.filter(pk=task.pk).update)(leased_by="worker-1")
     await sync_to_async(services.server_record_failure)(
-        server_id=demo_registered.pk, error="cannot reach it", failures=1, backoff_until=until
+        server_id=demo_registered.pk,
+        worker="worker-1",
+        error="cannot reach it",
+        failures=1,
+        backoff_until=until,
     )
     html = await communicator.receive_from(timeout=5)
     while 'id="task-card"' not in html:

@@ -4,7 +4,9 @@ servers, and nudges from the channel layer. Each takes the Worker it serves."""
 import asyncio
 import contextlib
 import logging
+import random
 import time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -31,7 +33,8 @@ def sync_servers(worker: "Worker", rows: dict[int, store.ServerRow]) -> None:
         current = worker.servers.get(pk)
         if current is not None and current.signature == row.signature:
             current.listen_wanted = row.listen_wanted and worker.listen
-            current.recorded_failing = row.failing
+            current.recorded_failing, current.others_failing = row.failing, row.others_failing
+            _yield_to_others(worker, current, row.others_success_at)
             continue
         state = ServerState(
             server_id=pk,
@@ -40,6 +43,7 @@ def sync_servers(worker: "Worker", rows: dict[int, store.ServerRow]) -> None:
             signature=row.signature,
             listen_wanted=row.listen_wanted and worker.listen,
             recorded_failing=row.failing,
+            others_failing=row.others_failing,
         )
         if current is not None:
             # An edit (URL, credentials, era, timeouts): the same tasks, asked through a new client
@@ -51,6 +55,32 @@ def sync_servers(worker: "Worker", rows: dict[int, store.ServerRow]) -> None:
                 if task.server_id == pk and not task.in_flight:
                     worker.schedule(task, 0.0)
         worker.servers[pk] = state
+
+
+def _yield_to_others(worker: "Worker", state: ServerState, answered_at: datetime | None) -> None:
+    """Another worker got an answer from this server after this worker's back-off began: the
+    back-off ends now and this worker's tasks there are polled again (spread as a takeover is),
+    once per such answer. If the server fails this worker again, its back-off resumes, longer.
+
+    Back-off lives in each worker's memory; without this a worker that failed during a flap kept
+    waiting out a long back-off (minutes) while the server answered everyone else."""
+    if answered_at is None or state.failed_at is None or not state.backing_off():
+        return
+    if answered_at <= state.failed_at or answered_at == state.yielded_to:
+        return
+    state.yielded_to, state.backoff_until = answered_at, 0.0
+    tasks = [t for t in worker.tasks.values() if t.server_id == state.server_id and not t.in_flight]
+    log.info(
+        "worker %s: %s answered another worker at %s, after this worker's back-off began; retrying "
+        "%d task(s) now",
+        worker.name,
+        state.name,
+        answered_at.isoformat(timespec="seconds"),
+        len(tasks),
+    )
+    window = max(1.0, min(5.0, len(tasks) / 100))
+    for task in tasks:
+        worker.schedule(task, random.uniform(0, window))
 
 
 def _drop_server(worker: "Worker", pk: int) -> None:

@@ -80,9 +80,10 @@ class ListenSupervisor:
 
     async def _wait_out_backoff(self) -> None:
         """Follow the server's back-off (shared with polling) and this listener's own."""
-        # A deadline that may move (a failed poll extends the server's back-off), not an event.
+        # A deadline that may move either way (a failed poll extends the server's back-off, another
+        # worker's answer ends it: engine.chores), not an event: looked at again every second.
         while (delay := max(self._retry_at, self.server.backoff_until) - time.monotonic()) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(delay)
+            await asyncio.sleep(min(delay, 1.0))
 
     async def _stream(self, ids: set[str], previous: list[asyncio.Task[None]], acked: asyncio.Event) -> None:
         acked_at = 0.0

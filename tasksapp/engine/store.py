@@ -11,12 +11,14 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, DateTimeField, F, Value, When
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from tasksapp import crypto
 from tasksapp.engine.tracking import TrackedTask
 from tasksapp.mcpclient.oauth import ClientConfig
 from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp.services.health import server_health_forget, worker_views
 from tasksapp.services.oauth import worker_oauth
 from tasksapp.services.tasks import stored_fingerprint
 
@@ -38,16 +40,21 @@ class ServerRow:
     read_timeout: float
     call_timeout: float
     oauth: ClientConfig | None = None  # the server's OAuth client settings (issue 11)
+    others_success_at: datetime | None = None  # the newest answer another worker got from it
+    others_failing: bool = False  # it fails for another worker
 
 
 def lease_span() -> timedelta:
     return timedelta(seconds=settings.MCP_LEASE_SECONDS)
 
 
-def enabled_servers() -> dict[int, ServerRow]:
-    """The servers to poll and listen to: enabled and not archived (an archived one is never polled)."""
+def enabled_servers(worker: str) -> dict[int, ServerRow]:
+    """The servers to poll and listen to: enabled and not archived (an archived one is never polled),
+    with this worker's view of their health and the newest answer another worker got."""
     rows: dict[int, ServerRow] = {}
-    for server in McpServer.objects.filter(enabled=True, archived=False).select_related("authorization"):
+    servers = list(McpServer.objects.filter(enabled=True, archived=False).select_related("authorization"))
+    views = worker_views(worker, [server.pk for server in servers])
+    for server in servers:
         try:
             headers = server.headers
             oauth, oauth_signature = worker_oauth(server)
@@ -68,7 +75,9 @@ def enabled_servers() -> dict[int, ServerRow]:
             ),
             oauth=oauth,
             era=server.era,
-            failing=server.consecutive_failures > 0,
+            failing=views[server.pk].failing,
+            others_success_at=views[server.pk].others_success_at,
+            others_failing=views[server.pk].others_failing,
             read_timeout=server.read_timeout_seconds,
             call_timeout=server.call_timeout_seconds,
             listen_wanted=server.era == "modern"
@@ -129,15 +138,27 @@ def renew(worker: str, ids: set[int]) -> set[int]:
     return kept
 
 
-def confirm(ids: set[int], at: datetime) -> None:
-    """Record that the server vouched for these tasks (a poll or push succeeded), changed or not.
+def confirm(confirmed: dict[int, datetime]) -> None:
+    """Record when the server last vouched for these tasks (a poll or push answered), changed or not.
 
-    One UPDATE per chunk each heartbeat, never one per poll: `last_confirmed_at` is exact to
-    within a heartbeat (5 s at most); a change writes it at once through the services.
+    One UPDATE per chunk each heartbeat, never one per poll; each task gets the time of its answer,
+    to the second (never later than it), not the time of the flush: a task page must not say
+    "not confirmed since" a moment after its server began failing. A change writes it at once
+    through the services, and the flush never moves it back.
     """
-    ordered = sorted(ids)
+    ordered = sorted(confirmed)
     for start in range(0, len(ordered), ID_CHUNK):
-        RemoteTask.objects.filter(id__in=ordered[start : start + ID_CHUNK]).update(last_confirmed_at=at)
+        chunk = ordered[start : start + ID_CHUNK]
+        seconds: dict[datetime, list[int]] = {}
+        for pk in chunk:
+            seconds.setdefault(confirmed[pk].replace(microsecond=0), []).append(pk)
+        stamp = Case(
+            *(When(id__in=pks, then=Value(at)) for at, pks in seconds.items()),
+            output_field=DateTimeField(),
+        )
+        # Never back in time: a change written meanwhile stamped its own (exact) confirmation.
+        later = Greatest(Coalesce(F("last_confirmed_at"), stamp), stamp)
+        RemoteTask.objects.filter(id__in=chunk).update(last_confirmed_at=later)
 
 
 def stamp_polled(polled: dict[int, datetime]) -> None:
@@ -256,4 +277,6 @@ def heartbeat_health(worker: str, *, behind_since: datetime | None, note: str) -
 
 
 def heartbeat_stop(worker: str) -> None:
+    """The worker stopped (after giving its leases back): its views of the servers no longer count."""
     WorkerHeartbeat.objects.filter(worker=worker).update(stopped_at=timezone.now())
+    server_health_forget(worker=worker)

@@ -4,6 +4,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 
@@ -53,7 +54,10 @@ class ServerState:
     client: McpClient
     signature: tuple[object, ...]  # url, encrypted headers, era, timeouts: rebuild the client on change
     listen_wanted: bool
-    recorded_failing: bool = False  # the server row says it is failing (maybe by another worker)
+    recorded_failing: bool = False  # this worker's recorded view of the server is failing
+    failed_at: datetime | None = None  # when this worker's current back-off began or grew
+    yielded_to: datetime | None = None  # another worker's answer this worker's back-off ended for
+    others_failing: bool = False  # it fails for another worker: record answers more often
     probing: bool = False
     failures: int = 0
     backoff_until: float = 0.0  # monotonic

@@ -31,6 +31,7 @@ from tasksapp.mcpclient import (
 )
 from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import RemoteTask
+from tasksapp.services import health
 from tasksapp.services.common import describe
 from tasksapp.services.tasks import snapshot_fingerprint
 
@@ -43,6 +44,8 @@ AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to recon
 # of a fraction of a millisecond). A wake-up (a nudge, a task due at once) is never delayed by it.
 WAKE_STEP_SECONDS = 0.005
 GATEWAY_STAMP_SECONDS = 0.1
+SUCCESS_EVERY_SECONDS = health.SUCCESS_REFRESH.total_seconds()
+SUCCESS_EVERY_SECONDS_FAILING = health.SUCCESS_REFRESH_FAILING.total_seconds()
 
 
 def db[R](fn: Callable[..., R]) -> Callable[..., Any]:
@@ -110,14 +113,15 @@ class Worker:
         self._adopted = False
         self._db_failures = 0
         self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
-        self._confirmed: set[int] = set()  # polled or pushed since the last heartbeat
+        # Polled or pushed since the last heartbeat: when the server last vouched for each task.
+        self._confirmed: dict[int, datetime] = {}
         self._polled: dict[int, datetime] = {}  # gateway tasks confirmed since the last stamp: when
 
     # --- the steps ------------------------------------------------------------------------
 
     async def refresh(self) -> None:
         """Sync servers, renew leases now and then, claim new tasks, and drop what is gone."""
-        chores.sync_servers(self, await db(store.enabled_servers)())
+        chores.sync_servers(self, await db(store.enabled_servers)(self.name))
         if not self._adopted:
             # A process restarted under the same --name takes over what its predecessor held at once.
             self._track_all(await db(store.load_tasks)(await db(store.adopt)(self.name)))
@@ -274,13 +278,14 @@ class Worker:
                 log.warning("worker %s: could not stamp gateway tasks (%s)", self.name, exc)
 
     async def flush_confirmed(self) -> None:
-        """Write when the tasks polled or pushed since the last flush were last confirmed."""
-        confirmed, self._confirmed = self._confirmed, set()
+        """Write when the tasks polled or pushed since the last flush were last confirmed: the time
+        of the server's answer (to the second), not of the flush."""
+        confirmed, self._confirmed = self._confirmed, {}
         if confirmed:
             try:
-                await db(store.confirm)(confirmed, timezone.now())
+                await db(store.confirm)(confirmed)
             except BaseException:
-                self._confirmed |= confirmed  # try again at the next beat
+                self._confirmed = confirmed | self._confirmed  # try again at the next beat
                 raise
 
     def stop(self) -> None:
@@ -333,9 +338,10 @@ class Worker:
                 task.ttl_deadline = _deadline(snapshot)
         task.poll_interval_ms = snapshot.poll_interval_ms
         task.errors = 0
-        self._confirmed.add(task.pk)
+        answered = timezone.now()
+        self._confirmed[task.pk] = answered
         if task.gateway:
-            self._polled[task.pk] = timezone.now()
+            self._polled[task.pk] = answered
         if snapshot.is_terminal:
             self.forget(task.pk)
             await db(store.release)(self.name, [task.pk])
@@ -440,9 +446,14 @@ class Worker:
             delay = backoff_delay(server.failures, exc.retry_after)
             server.backoff_until = now + delay
             log.warning("server %s failing (%s); backing off %.1f s", server.name, exc, delay)
-            until = timezone.now() + timedelta(seconds=delay)
+            server.failed_at = timezone.now()
+            until = server.failed_at + timedelta(seconds=delay)
             await db(services.server_record_failure)(
-                server_id=server.server_id, error=str(exc), failures=server.failures, backoff_until=until
+                server_id=server.server_id,
+                worker=self.name,
+                error=str(exc),
+                failures=server.failures,
+                backoff_until=until,
             )
         if task is None:
             return
@@ -454,12 +465,17 @@ class Worker:
         self.schedule(task, server.backoff_until - now + random.uniform(0, 1))
 
     async def _server_ok(self, server: ServerState) -> None:
+        """Record an answer: at once after failures, else now and then (more often while the server
+        fails for another worker, whose back-off yields to this fresh answer: engine.chores)."""
         now = time.monotonic()
-        if server.failures or now - server.last_success_recorded > 30:
+        every = SUCCESS_EVERY_SECONDS_FAILING if server.others_failing else SUCCESS_EVERY_SECONDS
+        if server.failures or now - server.last_success_recorded > every:
             if server.failures:
                 log.info("server %s recovered after %d failures", server.name, server.failures)
             server.failures, server.backoff_until, server.last_success_recorded = 0, 0.0, now
-            await db(services.server_record_success)(server_id=server.server_id, now=timezone.now())
+            await db(services.server_record_success)(
+                server_id=server.server_id, worker=self.name, now=timezone.now()
+            )
 
     # --- background jobs (engine.chores) -------------------------------------------------
 

@@ -20,7 +20,7 @@ from django.utils import timezone, translation
 
 from tasksapp import events
 from tasksapp.live import fanout, shared
-from tasksapp.models import InputRequest, McpServer, RemoteTask, TaskEvent
+from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
 from tasksapp.permissions import roles_of
 from tasksapp.queryparams import parse_count, parse_id
 from tasksapp.views import inbox as inbox_view
@@ -31,6 +31,7 @@ Fragment = tuple[str, str]  # (element id, html)
 RELOAD_REGION = "live-region"  # every live page's updatable part, reloaded whole when needed
 TASK_SECTIONS = ("task-card", "task-inputs", "task-result", "task-timeline", "task-raw")
 TIMELINE_MAX_SHOW = 100_000  # as the page's ?show= (six digits)
+EVERY_ROW = "*"  # the stale mark for every row of a server, whoever holds the task (never a holder key)
 
 
 def audience(user: Any) -> tuple[tuple[str, bool], ...]:
@@ -310,13 +311,17 @@ class ListPage(LivePage):
     """The task list: rows replaced in place; on the first page of the unfiltered list, tasks
     started after the page was rendered are added at the top (moved there if already added).
 
-    A row's stale mark depends on its server only, so a server's health is sent as one mark that
-    the page puts into every row of that server (`.stale-mark[data-server=…]`), however many."""
+    A row's stale mark depends on its server and on the worker holding the task, so a server's
+    health is sent as one mark per worker that the page puts into every row of that server and
+    worker (`.stale-mark[data-server=…][data-held-by=…]`), however many; a disabled server's as one
+    mark for all its rows."""
 
     def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, *, fresh: bool) -> None:
         super().__init__(roles, page_since)
         self.fresh = fresh
-        self.marks: dict[int, str] = {}  # the stale mark this socket last sent, per server
+        self.marks: dict[
+            int, dict[str, str]
+        ] = {}  # the stale marks this socket last sent, per server and holder
 
     def groups(self) -> list[str]:
         return [events.TASKS, events.SERVERS]
@@ -357,22 +362,52 @@ class ListPage(LivePage):
         return fragments
 
     async def _stale_mark(self, pk: int, not_before: float) -> list[Fragment]:
-        """The server's stale mark into every row of that server on the page (htmx swaps an
-        out-of-band element into all elements its selector matches)."""
+        """The server's stale marks into the rows of that server on the page: one for all of them
+        while it is disabled, else one per worker that reported on it, into the rows of the tasks
+        that worker holds (htmx swaps an out-of-band element into all elements its selector matches)."""
         # Keyed by the audience too: what the mark says may depend on it (the page's language).
-        mark = await shared.render(("stale-mark", pk, self.roles), not_before, lambda: self._render_mark(pk))
-        if mark is None or self.marks.get(pk) == mark:
+        marks = await shared.render(
+            ("stale-mark", pk, self.roles), not_before, lambda: self._render_marks(pk)
+        )
+        if marks is None:
             return []
-        self.marks[pk] = mark
-        target = f"#task-rows .stale-mark[data-server='{pk}']"
-        return [(RELOAD_REGION, f'<span hx-swap-oob="innerHTML:{target}">{mark}</span>')]
+        sent, self.marks[pk] = self.marks.get(pk, {}), marks
+        if sent.get(EVERY_ROW) != marks[EVERY_ROW]:
+            # Disabled or enabled again (or the first mark): every row of the server, then the rows
+            # of each holder again.
+            changed = {holder: mark for holder, mark in marks.items() if holder == EVERY_ROW or mark}
+        else:  # a view moved; a worker no longer reporting has its rows cleared
+            holders = sent.keys() | marks.keys()
+            changed = {h: marks.get(h, "") for h in holders if sent.get(h, "") != marks.get(h, "")}
+        return [self._mark_fragment(pk, holder, mark) for holder, mark in changed.items()]
 
-    def _render_mark(self, pk: int) -> str | None:
+    @staticmethod
+    def _mark_fragment(pk: int, holder: str, mark: str) -> Fragment:
+        extra = "" if holder == EVERY_ROW else f"[data-held-by='{holder}']"
+        target = f"#task-rows .stale-mark[data-server='{pk}']{extra}"
+        return (RELOAD_REGION, f'<span hx-swap-oob="innerHTML:{target}">{mark}</span>')
+
+    def _render_marks(self, pk: int) -> dict[str, str] | None:
+        """{holder key: mark}: EVERY_ROW first (the disabled mark, or empty), then the rows nobody
+        holds ("": the server's last word), then one per worker's view."""
         fields = ("name", "enabled", "consecutive_failures", "failing_since")
         found = McpServer.objects.filter(pk=pk).only(*fields).first()
         if found is None:
             return None
-        return render_to_string("tasksapp/task_list.html#stale-flag", {"server": found}).strip()
+        template = "tasksapp/task_list.html#stale-flag"
+
+        def mark(failing_since: datetime | None) -> str:
+            return render_to_string(template, {"server": found, "failing_since": failing_since}).strip()
+
+        marks = {EVERY_ROW: mark(None)}
+        if found.enabled:
+            marks[""] = mark(found.failing_since if found.consecutive_failures else None)
+            views = ServerHealth.objects.filter(server_id=pk)
+            for worker, since, failures in views.values_list(
+                "worker", "failing_since", "consecutive_failures"
+            ):
+                marks[holder_key(worker)] = mark(since if failures else None)
+        return marks
 
     def _render_rows(self, pks: list[int]) -> dict[int, tuple[datetime, str, str]]:
         """(created, the fragment replacing the row, the fragment adding it at the top) of each

@@ -9,6 +9,12 @@ from tasksapp.services.common import (
     ServiceError,
     export_record,
 )
+from tasksapp.services.health import (
+    server_health_forget,
+    server_record_failure,
+    server_record_success,
+    worker_views,
+)
 from tasksapp.services.inputs import input_prune_gone, input_resend_stuck, task_answer
 from tasksapp.services.oauth import oauth_mark_needed
 from tasksapp.services.servers import (
@@ -17,8 +23,6 @@ from tasksapp.services.servers import (
     server_archive,
     server_create,
     server_preview,
-    server_record_failure,
-    server_record_success,
     server_refresh,
     server_set_listen_support,
     server_unarchive,
@@ -50,6 +54,7 @@ __all__ = [
     "same_origin",
     "server_archive",
     "server_create",
+    "server_health_forget",
     "server_preview",
     "server_record_failure",
     "server_record_success",
@@ -64,4 +69,5 @@ __all__ = [
     "task_create",
     "task_mark_expired",
     "task_record_error",
+    "worker_views",
 ]

@@ -1,4 +1,4 @@
-"""Registering servers, discovering what they offer, and recording their health.
+"""Registering servers and discovering what they offer (their health: tasksapp.services.health).
 
 Every attempt to add, edit or re-discover a server is audited, failed ones included, with what
 changed and any credentials masked. Stored credentials never follow a URL to another origin.
@@ -6,13 +6,11 @@ changed and any credentials masked. Stored credentials never follow a URL to ano
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -20,7 +18,7 @@ from django.utils.translation import gettext_lazy
 from tasksapp import crypto, events
 from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
 from tasksapp.mcpclient.oauth import AuthorizationRequired
-from tasksapp.models import McpServer, RemoteTask
+from tasksapp.models import McpServer
 from tasksapp.services import oauth
 from tasksapp.services.common import (
     NotAllowed,
@@ -241,61 +239,10 @@ def _set_archived(server: McpServer, user: Any, *, archived: bool) -> McpServer:
     return server
 
 
-def server_record_success(*, server_id: int, now: datetime) -> None:
-    """Clear a failure streak; refresh last_success_at at most every 30 s (this runs per poll)."""
-    stale = now - timedelta(seconds=30)
-    with transaction.atomic():
-        recovered = McpServer.objects.filter(pk=server_id, failing_since__isnull=False).update(
-            failing_since=None
-        )
-        updated = (
-            McpServer.objects.filter(pk=server_id)
-            .filter(_failing_or_stale(stale))
-            .update(last_success_at=now, consecutive_failures=0, backoff_until=None)
-        )
-        if updated or recovered:
-            events.publish_server_changed(server_id)
-        if recovered:
-            _publish_active_tasks(server_id)  # their "stale" marks go
-
-
-def server_record_failure(*, server_id: int, error: str, failures: int, backoff_until: datetime) -> None:
-    now = timezone.now()
-    with transaction.atomic():
-        began = McpServer.objects.filter(pk=server_id, failing_since__isnull=True).update(failing_since=now)
-        McpServer.objects.filter(pk=server_id).update(
-            last_error=error[:2000],
-            last_error_at=now,
-            consecutive_failures=failures,
-            backoff_until=backoff_until,
-        )
-        events.publish_server_changed(server_id)
-        if began:
-            _publish_active_tasks(server_id)  # open pages mark them stale
-
-
-STALE_PUBLISH_LIMIT = 500
-
-
-def _publish_active_tasks(server_id: int) -> None:
-    """Re-render the newest active tasks of a server whose health flipped (the ones on screen).
-
-    Bounded: a server with thousands of tasks must not flood every page; older rows show their
-    mark on the next reload or change.
-    """
-    active = RemoteTask.objects.active().filter(server_id=server_id).order_by("-id")
-    for task_id in active.values_list("id", flat=True)[:STALE_PUBLISH_LIMIT]:
-        events.publish_task_changed(task_id)
-
-
 def server_set_listen_support(*, server_id: int, supported: bool) -> None:
     McpServer.objects.filter(pk=server_id).exclude(listen_supported=supported).update(
         listen_supported=supported
     )
-
-
-def _failing_or_stale(stale: datetime) -> Q:
-    return Q(consecutive_failures__gt=0) | Q(last_success_at__isnull=True) | Q(last_success_at__lt=stale)
 
 
 def _bounded(tools: list[Tool]) -> tuple[list[Tool], str]:

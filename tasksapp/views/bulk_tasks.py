@@ -29,7 +29,8 @@ _USED = "bulk_tasks_used"
 
 def _tasks(ids: list[str]) -> list[RemoteTask]:
     numbers = sorted({number for value in ids if (number := parse_id(value)) is not None})[:BULK_LIMIT]
-    return list(RemoteTask.objects.filter(pk__in=numbers).select_related("server").order_by("-created_at"))
+    found = RemoteTask.objects.filter(pk__in=numbers).select_related("server").with_holder_health()
+    return list(found.order_by("-created_at"))
 
 
 def _refused(user: Any, action: str, task: RemoteTask) -> str:
