@@ -232,9 +232,18 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"one_line_refusals": {"()": "tasksapp.logfilters.RefusalsOnOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        # A refused request is one line, without the traceback of the exception that refused it.
+        "django.request": {"filters": ["one_line_refusals"]},
+        # django-axes says four things at INFO for every sign-in; its warnings (a failed login, a
+        # lockout) are the ones worth a line each.
+        "axes": {"level": "WARNING"},
+    },
 }
 
 # Encrypts server credentials, task ids and input keys at rest; falls back to SECRET_KEY. Older

@@ -69,10 +69,42 @@
     };
   }
 
+  // What an out-of-band part swaps into: the selector after "style:", else the element's own id.
+  function oobTarget(element) {
+    var spec = element.getAttribute("hx-swap-oob") || "";
+    var colon = spec.indexOf(":");
+    if (colon >= 0) { return spec.slice(colon + 1).trim(); }
+    return element.id ? "#" + CSS.escape(element.id) : "";
+  }
+
+  // A frame serves every page of its kind, so some of its parts target what this page does not
+  // show (a row on another page of the list, a question filtered out, an entry to delete before
+  // adding it): those are left out rather than handed to htmx, which reports each as an error.
+  function presentOnly(message) {
+    var holder = document.createElement("template");
+    holder.innerHTML = message;
+    var prune = function (parent) {
+      Array.prototype.slice.call(parent.children).forEach(function (part) {
+        if (part.tagName === "TEMPLATE") {
+          prune(part.content);
+          if (!part.content.children.length) { part.remove(); }
+          return;
+        }
+        if (!part.hasAttribute("hx-swap-oob")) { return; }
+        var found = null;
+        try { found = document.querySelector(oobTarget(part) || ":not(*)"); } catch (error) { found = null; }
+        if (!found) { part.remove(); }
+      });
+    };
+    prune(holder.content);
+    return holder.innerHTML;
+  }
+
   // Frames are out-of-band swaps; htmx's own swap also unwraps <template> (table rows travel in one).
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
     event.preventDefault();
-    htmx.swap(document.body, event.detail.message, { swapStyle: "none", ignoreTitle: true });
+    var message = presentOnly(event.detail.message);
+    if (message.trim()) { htmx.swap(document.body, message, { swapStyle: "none", ignoreTitle: true }); }
     var hint = document.getElementById("live-reload");
     if (hint && hint.dataset.reload) {
       var ids = hint.dataset.reload.split(" ");
