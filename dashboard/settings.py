@@ -281,10 +281,12 @@ MCP_MAX_TOOLS = env_int("MCP_MAX_TOOLS", 1000, minimum=1)
 MCP_MAX_TOOLS_BYTES = env_int("MCP_MAX_TOOLS_BYTES", 2 * 1024 * 1024, minimum=1024)
 # Refuse server URLs (and names resolving to) loopback, private and link-local addresses (docs/deploy.md).
 MCP_BLOCK_PRIVATE_ADDRESSES = env_bool("MCP_BLOCK_PRIVATE_ADDRESSES", False)
-# Webhooks must reach public addresses except these: host names, host:port, addresses, networks
-# (docs/security.md).
+# URLs a remote party names (OAuth discovery: metadata, token, registration endpoints) must be
+# https on public addresses, and webhooks must reach public addresses, except on the MCP server's
+# own origin and on these: host names, host:port, addresses, networks (docs/security.md).
 OUTBOUND_ALLOWED_HOSTS = env_hosts("OUTBOUND_ALLOWED_HOSTS", "")
-# The overall deadline (seconds) of one webhook delivery.
+# Overall deadlines (seconds) of one OAuth exchange and of one webhook or email delivery.
+OAUTH_DEADLINE_SECONDS = env_int("OAUTH_DEADLINE_SECONDS", 20, minimum=1)
 NOTIFY_DEADLINE_SECONDS = env_int("NOTIFY_DEADLINE_SECONDS", 30, minimum=1)
 # Set by `manage.py demo` only: the page of its outbox sink (what its email and webhooks sent).
 DEMO_SINK_URL = ""

@@ -619,6 +619,8 @@ class OperatorAction(models.Model):
         OAUTH_LOST = "oauth_lost", _("authorization lost")
         OAUTH_SETTINGS = "oauth_settings", _("changed OAuth client")
         OAUTH_DISCONNECT = "oauth_disconnect", _("removed authorization")
+        OAUTH_ISSUER = "oauth_issuer", _("authorization server changed")
+        OAUTH_CONFIRM = "oauth_confirm", _("confirmed authorization server")
         SERVER_ARCHIVE = "server_archive", _("archived server")
         SERVER_UNARCHIVE = "server_unarchive", _("un-archived server")
         EXPORT = "export", _("exported")
@@ -685,22 +687,27 @@ class WorkerHeartbeat(models.Model):
 
 
 class ServerAuthorization(models.Model):
-    """OAuth for one MCP server (issue 11): how the dashboard identifies itself there, and the grant
-    it holds. Client secret, private key, registration, tokens and the pending authorization
-    request are one encrypted JSON document (`secrets`); never shown in full, never logged."""
+    """OAuth for one MCP server: how the dashboard identifies itself there, and the grant it
+    holds. Client secret, private key, registration, tokens and the pending authorization
+    request are one encrypted JSON document (`secrets`); never shown in full, never logged.
+
+    Everything here belongs to one authorization server, `issuer`: credentials are bound to it
+    when saved (or by the first Connect), and nothing is ever sent to another. When the MCP
+    server names another (`pending_issuer`), an admin must confirm it first."""
 
     class State(models.TextChoices):
         NEEDED = "needed", _("This server needs authorization")
         CONNECTED = "connected", _("Connected")
         LOST = "lost", _("Authorization needed")
         STEP_UP = "step_up", _("Needs wider access")
+        ISSUER_CHANGED = "issuer_changed", _("Authorization server changed")
 
     class GrantType(models.TextChoices):
         AUTHORIZATION_CODE = "authorization_code", _("a person connects (authorization code)")
         CLIENT_CREDENTIALS = "client_credentials", _("machine to machine (client credentials)")
 
     server = models.OneToOneField(McpServer, on_delete=models.CASCADE, related_name="authorization")
-    state = models.CharField(max_length=12, choices=State.choices, default=State.NEEDED)
+    state = models.CharField(max_length=20, choices=State.choices, default=State.NEEDED)
     grant_type = models.CharField(
         max_length=20, choices=GrantType.choices, default=GrantType.AUTHORIZATION_CODE
     )
@@ -713,7 +720,21 @@ class ServerAuthorization(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     pending_at = models.DateTimeField(null=True, blank=True)
-    issuer = models.CharField(max_length=2000, blank=True, default="")
+    issuer = models.CharField(
+        max_length=2000,
+        blank=True,
+        default="",
+        help_text="the authorization server the credentials and tokens are bound to",
+    )
+    pending_issuer = models.CharField(
+        max_length=2000,
+        blank=True,
+        default="",
+        help_text="the authorization server the MCP server names instead, until an admin confirms it",
+    )
+    # A token refresh in progress (tasksapp/services/oauth_store.py): who, and until when.
+    refresh_lease_owner = models.CharField(max_length=32, blank=True, default="")
+    refresh_lease_until = models.DateTimeField(null=True, blank=True)
     scope = models.CharField(max_length=2000, blank=True, default="", help_text="granted")
     wanted_scope = models.CharField(max_length=2000, blank=True, default="", help_text="asked for next")
     granted_by = models.ForeignKey(

@@ -46,6 +46,7 @@ urlpatterns = [
     path("servers/<int:pk>/connect/", oauth.connect, name="oauth-connect"),
     path("servers/<int:pk>/disconnect/", oauth.disconnect, name="oauth-disconnect"),
     path("servers/<int:pk>/oauth/", oauth.client_settings, name="oauth-settings"),
+    path("servers/<int:pk>/oauth/confirm-issuer/", oauth.confirm_issuer, name="oauth-confirm-issuer"),
     path("oauth/callback", oauth.callback, name="oauth-callback"),
     path("oauth/client-metadata.json", oauth.client_metadata, name="oauth-client-metadata"),
     # shell (issue 12 items 2, 3, 13): preferences, the theme button, keyboard shortcuts

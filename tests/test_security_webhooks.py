@@ -1,7 +1,9 @@
-"""Webhook URLs against internal services (docs/security.md, "webhooks"): any viewer chooses a
-webhook URL, and the worker POSTs to it. Only http(s), only public addresses unless
-OUTBOUND_ALLOWED_HOSTS lists them, checked when saved (an error on the form) and again when
-connecting (a name may resolve elsewhere by then); the POST has an overall deadline."""
+"""Notification channels against hostile receivers (docs/security.md, round two).
+
+Webhook URLs against internal services: any viewer chooses a webhook URL, and the worker POSTs to
+it. Only http(s), only public addresses unless OUTBOUND_ALLOWED_HOSTS lists them, checked when
+saved (an error on the form) and again when connecting (a name may resolve elsewhere by then).
+A webhook receiver or a mail server that answers a byte at a time is cut at the deadline."""
 
 import threading
 from typing import Any
@@ -114,3 +116,31 @@ def test_a_dripping_webhook_ends_at_the_deadline(viewer: tuple[Client, User], se
     row.refresh_from_db()
     assert row.state == "pending" and row.attempts == 1  # retried later
     assert "no usable answer" in row.last_error
+
+
+@pytest.mark.django_db(transaction=True)  # the delivery runs on a thread of its own
+def test_a_dripping_mail_server_ends_at_the_deadline(viewer: tuple[Client, User], settings: Any) -> None:
+    """The mail server's greeting comes a byte every half second: Django's SMTP backend bounds
+    each read at most (not at all by default), so only an overall deadline ends the delivery."""
+    settings.NOTIFY_DEADLINE_SECONDS = 2
+    _, user = viewer
+    with dripper(b"220 " + b"x" * 10_000, interval=0.5) as slow:
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", slow.port
+        NotificationPreference.objects.update_or_create(
+            user=user, defaults={"email": "vic@example.com", "events": ["failed"]}
+        )
+        row = NotificationOutbox.objects.create(
+            user=user, channel="email", key="failed-1", event="failed", subject="s", text="t"
+        )
+        done = threading.Event()
+
+        def drain() -> None:
+            drain_once()
+            done.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        assert done.wait(HANG_GUARD), "the email delivery never ended"
+    row.refresh_from_db()
+    assert row.state == "pending" and row.attempts == 1
+    assert "no complete SMTP exchange within 2 s" in row.last_error

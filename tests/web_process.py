@@ -48,9 +48,10 @@ class Dashboard:
 
 
 @contextmanager
-def running_dashboard(var: Path) -> Iterator[Dashboard]:
+def running_dashboard(var: Path, extra_env: dict[str, str] | None = None) -> Iterator[Dashboard]:
     password = secrets.token_urlsafe(12)
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{var}/web.sqlite3", "DASHBOARD_VAR_DIR": str(var)}
+    env.update(extra_env or {})
     env["PYTHONUNBUFFERED"] = "1"
     for name in ("DJANGO_ALLOW_ASYNC_UNSAFE", "REDIS_URL", "DEBUG"):
         env.pop(name, None)

@@ -40,6 +40,7 @@ CLIENT_INFO: JsonObject = {"name": "mcp-tasks-dashboard-conformance", "version":
 METADATA_DOCUMENT_URL = "https://conformance-test.local/client-metadata.json"
 REDIRECT_URI = "http://127.0.0.1/oauth/callback"
 MAX_REDIRECTS = 5
+LOOPBACK = ("127.0.0.0/8", "::1", "localhost")  # where the suite's servers run
 
 
 class Operator(Protocol):
@@ -184,21 +185,47 @@ def browser_that_consents(http: httpx.AsyncClient, redirect_uri: str) -> Callabl
     return authorize
 
 
-def _authorized(scenario: str, url: str, context: JsonObject) -> "McpOAuth":
-    """The dashboard's OAuth provider, set up as an admin would for the scenario's server."""
-    from tasksapp.mcpclient.oauth import McpOAuth, MemoryGrantStore, OAuthClient
+async def _authorized(scenario: str, url: str, context: JsonObject, browser: httpx.AsyncClient) -> "McpOAuth":
+    """The dashboard's OAuth provider, set up as an admin would for the scenario's server: the
+    suite runs on this machine (loopback allowed), and credentials the scenario hands over are
+    bound to the authorization server its MCP server names before anything is sent (as the
+    dashboard binds them when an admin saves them)."""
+    from dataclasses import replace
+
+    from tasksapp.mcpclient.addresses import AddressPolicy, allow_list
+    from tasksapp.mcpclient.oauth import McpOAuth, MemoryGrantStore, OAuthClient, current_issuer
 
     config = oauth_config(scenario, context)
-    client = OAuthClient(config)
-    authorize = browser_that_consents(client.http, config.redirect_uri)
-    return McpOAuth(client, MemoryGrantStore(), url, authorize=authorize)
+    policy = AddressPolicy(allowed=allow_list(LOOPBACK)).with_own(url, public_only=False)
+    if config.has_credentials:
+        anonymous = replace(config, client_id=None, client_secret=None, private_key=None)
+        finder = OAuthClient(anonymous, policy=policy)
+        try:
+            config = replace(config, issuer=await current_issuer(finder, url))
+        finally:
+            await finder.aclose()
+    client = OAuthClient(config, policy=policy)
+    authorize = browser_that_consents(browser, config.redirect_uri)
+    return McpOAuth(client, MemoryGrantStore(), url, authorize=authorize, confirm_issuer=_admin_confirms)
+
+
+async def _admin_confirms(bound: str, named: str) -> bool:
+    """The suite's authorization server moves (SEP-2352): the dashboard would stop and ask an admin;
+    the harness plays that admin, says so, and confirms (dropping what belonged to the old one)."""
+    print(
+        f"conformance client: the authorization server changed from {bound} to {named}; "
+        "confirming it as an admin would",
+        file=sys.stderr,
+    )
+    return True
 
 
 async def play(scenario: str, url: str, context: JsonObject, operator: Operator) -> None:
     """Play one scenario against the suite's server at `url` (McpClient closes the provider)."""
-    auth = _authorized(scenario, url, context) if scenario.startswith("auth/") else None
-    async with McpClient(url, input_kinds=ALL_INPUT_KINDS, client_info=CLIENT_INFO, auth=auth) as client:
-        await SCENARIOS.get(scenario, call_every_tool)(client, operator, context)
+    async with httpx.AsyncClient(timeout=10, follow_redirects=False) as browser:
+        auth = await _authorized(scenario, url, context, browser) if scenario.startswith("auth/") else None
+        async with McpClient(url, input_kinds=ALL_INPUT_KINDS, client_info=CLIENT_INFO, auth=auth) as client:
+            await SCENARIOS.get(scenario, call_every_tool)(client, operator, context)
 
 
 class _NoInputOperator:

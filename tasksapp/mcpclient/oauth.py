@@ -1,28 +1,33 @@
 """MCP authorization as an httpx.Auth: give McpClient(auth=McpOAuth(...)) and every request to a
 protected server carries its bearer token, refreshed before it expires.
 
-On a 401 the server's metadata is looked up again (an authorization server that moved is
-followed, with a new registration there), then the token is refreshed, or the client credentials
-grant is run, or, where a person can be asked (`authorize`), the authorization code flow. On a
-403 `insufficient_scope` the wider scope is asked for (step-up), a bounded number of times and
-never for a scope already asked for. When nothing can be done without a person,
+On a 401 the server's metadata is looked up again, then the token is refreshed, or the client
+credentials grant is run, or, where a person can be asked (`authorize`), the authorization code
+flow. On a 403 `insufficient_scope` the wider scope is asked for (step-up), a bounded number of
+times and never for a scope already asked for. When nothing can be done without a person,
 AuthorizationRequired says why and which scope to ask for.
 
+Credentials, registrations and tokens belong to one authorization server (the issuer the client
+is bound to, else the one the stored grant came from). When the server's metadata names another,
+nothing at all is sent to it: IssuerChanged, for an admin to confirm.
+
 The grant (registration, tokens) lives in a GrantStore; the dashboard's keeps it encrypted in the
-database and refreshes under a row lock, so two processes never spend one refresh token.
+database and refreshes under a short lease, so two processes never spend one refresh token.
 """
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from dataclasses import replace
-from typing import Literal, Protocol
+from typing import Protocol
 
 import httpx
 
-from tasksapp.mcpclient.errors import McpError
 from tasksapp.mcpclient.oauth_flow import (
+    AuthorizationRequired,
     ClientConfig,
     GrantState,
+    IssuerChanged,
+    Need,
     OAuthClient,
     PendingAuthorization,
     RefreshRejected,
@@ -38,12 +43,14 @@ from tasksapp.mcpclient.oauth_metadata import (
     discover_resource,
     discover_server,
 )
+from tasksapp.mcpclient.outbound import OutboundFailed
 
 __all__ = [
     "AuthorizationRequired",
     "ClientConfig",
     "GrantState",
     "GrantStore",
+    "IssuerChanged",
     "McpOAuth",
     "MemoryGrantStore",
     "OAuthClient",
@@ -54,16 +61,7 @@ __all__ = [
 
 MAX_AUTHORIZATIONS = 3  # per request: the first one and at most two step-ups
 Authorize = Callable[[str], Awaitable[str]]  # authorization URL -> the callback URL it came back to
-Need = Literal["unauthorized", "refresh_failed", "insufficient_scope"]
-
-
-class AuthorizationRequired(McpError):
-    """The server needs a person to (re)authorize: Connect, or re-authorize with `scope`."""
-
-    def __init__(self, message: str, *, need: Need, scope: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.need = need
-        self.scope = scope
+ConfirmIssuer = Callable[[str, str], Awaitable[bool]]  # (bound issuer, named issuer) -> use the new one?
 
 
 class GrantStore(Protocol):
@@ -98,12 +96,36 @@ class MemoryGrantStore:
             return self.grant
 
 
+def bound_issuer(client: OAuthClient, grant: GrantState) -> str | None:
+    """The authorization server everything of this client belongs to; None before the first."""
+    if client.config.issuer is not None:
+        return client.config.issuer
+    if grant.registration is not None:
+        return grant.registration.issuer
+    return grant.tokens.issuer if grant.tokens is not None else None
+
+
 async def locate(
-    client: OAuthClient, server_url: str, challenge: Challenge | None
+    client: OAuthClient, server_url: str, challenge: Challenge | None, grant: GrantState
 ) -> tuple[ResourceMetadata, ServerMetadata]:
-    """The server's protected resource metadata and its (first) authorization server's metadata."""
+    """The server's protected resource metadata and the metadata of the authorization server it
+    names: the bound one, else its first. IssuerChanged, before anything is sent to it, when the
+    server names others only."""
     resource = await discover_resource(client.http, server_url, challenge)
-    return resource, await discover_server(client.http, resource.authorization_servers[0])
+    bound = bound_issuer(client, grant)
+    if bound is not None and bound not in resource.authorization_servers:
+        raise IssuerChanged(bound, resource.authorization_servers[0])
+    issuer = bound or resource.authorization_servers[0]
+    client.check_bound(issuer)
+    return resource, await discover_server(client.http, issuer)
+
+
+async def current_issuer(client: OAuthClient, server_url: str) -> str:
+    """The authorization server the MCP server names now (what credentials are bound to when
+    saved). Only the MCP server's own challenge and metadata are fetched."""
+    challenge = await probe_challenge(client, server_url)
+    resource = await discover_resource(client.http, server_url, challenge)
+    return resource.authorization_servers[0]
 
 
 async def start_authorization(
@@ -116,7 +138,7 @@ async def start_authorization(
     challenge = await probe_challenge(client, server_url)
     if scope:
         challenge = replace(challenge or Challenge(), scope=scope)
-    resource, server = await locate(client, server_url, challenge)
+    resource, server = await locate(client, server_url, challenge, grant)
     registration = await client.register(server, grant.registration)
     wanted = choose_scope(
         challenge, resource, server, grant.requested_scope, offline_access=client.config.offline_access
@@ -128,14 +150,16 @@ async def start_authorization(
 async def probe_challenge(client: OAuthClient, server_url: str) -> Challenge | None:
     """The Bearer challenge the server answers an unauthenticated request with, if any."""
     try:
-        response = await client.http.post(
+        answer = await client.http.request(
+            "POST",
             server_url,
-            json={"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}},
+            json_body={"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}},
             headers={"Accept": "application/json, text/event-stream"},
+            read=False,
         )
-    except httpx.HTTPError:
+    except OutboundFailed:
         return None
-    return bearer_challenge(response.headers) if response.status_code in (401, 403) else None
+    return bearer_challenge(answer.headers) if answer.status in (401, 403) else None
 
 
 class McpOAuth(httpx.Auth):
@@ -148,11 +172,16 @@ class McpOAuth(httpx.Auth):
         server_url: str,
         *,
         authorize: Authorize | None = None,
+        confirm_issuer: ConfirmIssuer | None = None,
     ) -> None:
+        """`authorize` is a person's browser (the authorization code flow); `confirm_issuer` an
+        admin asked, there and then, whether a new authorization server may be used (the
+        conformance harness plays one). Without it, IssuerChanged ends the request."""
         self.client = client
         self.store = store
         self.server_url = server_url
         self.authorize = authorize
+        self.confirm_issuer = confirm_issuer
         origin = httpx.URL(server_url)
         self._origin = (origin.scheme, origin.host, origin.port)
 
@@ -222,12 +251,9 @@ class McpOAuth(httpx.Auth):
             raise AuthorizationRequired(
                 f"{self.server_url} still refuses the token after {done} authorizations", need="unauthorized"
             )
-        resource, server = await locate(self.client, self.server_url, challenge)
         grant = await self.store.load()
-        if grant.registration is not None and grant.registration.issuer != server.issuer:
-            # SEP-2352: credentials from one authorization server are never shown to another.
-            grant = GrantState(requested_scope=grant.requested_scope)
-            await self.store.save(grant)
+        resource, server = await self._locate(challenge, grant)
+        grant = await self.store.load()
         current = grant.tokens
         if current is not None and current.refresh_token and current.issuer == server.issuer:
             try:
@@ -254,8 +280,26 @@ class McpOAuth(httpx.Auth):
                 need="insufficient_scope",
                 scope=tuple(challenge.scope or ()),
             )
-        resource, server = await locate(self.client, self.server_url, challenge)
+        resource, server = await self._locate(challenge, grant)
         return await self._authorize(challenge, resource, server, need="insufficient_scope")
+
+    async def _locate(
+        self, challenge: Challenge | None, grant: GrantState
+    ) -> tuple[ResourceMetadata, ServerMetadata]:
+        """locate(); a changed issuer that `confirm_issuer` accepts drops everything of the old
+        one (registration, tokens, pre-registered credentials) before the new one is used."""
+        try:
+            return await locate(self.client, self.server_url, challenge, grant)
+        except IssuerChanged as exc:
+            if self.confirm_issuer is None or not await self.confirm_issuer(exc.bound, exc.named):
+                raise
+            named = exc.named
+        self.client.config = replace(
+            self.client.config, issuer=named, client_id=None, client_secret=None, private_key=None
+        )
+        fresh = GrantState(requested_scope=grant.requested_scope)
+        await self.store.save(fresh)
+        return await locate(self.client, self.server_url, challenge, fresh)
 
     async def _authorize(
         self, challenge: Challenge | None, resource: ResourceMetadata, server: ServerMetadata, *, need: Need

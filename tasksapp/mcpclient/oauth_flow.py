@@ -4,13 +4,16 @@ client credentials grant (with a secret or a private-key JWT).
 
 Authlib supplies the protocol pieces (PKCE challenge, request encoding, client authentication,
 JWT assertions); this module decides what to send where, and checks what comes back. It speaks
-through an httpx.AsyncClient of its own, so OAuth traffic never rides on the MCP connection.
+through an Outbound client of its own (tasksapp/mcpclient/outbound.py: an address policy, a
+bounded reader, an overall deadline), so OAuth traffic never rides on the MCP connection.
+
+A client is bound to one authorization server (`ClientConfig.issuer`): nothing is sent to
+another, whatever a server's metadata says; IssuerChanged says which one was named instead.
 """
 
 import json
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -24,18 +27,59 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from joserfc.jwk import ECKey, OKPKey, RSAKey
 
+from tasksapp.mcpclient.addresses import AddressPolicy
 from tasksapp.mcpclient.oauth_metadata import (
     MAX_METADATA_BYTES,
     Challenge,
     OAuthError,
     ResourceMetadata,
     ServerMetadata,
-    require_secure,
 )
+from tasksapp.mcpclient.outbound import Deadlines, Outbound, OutboundFailed, shown
 from tasksapp.mcpclient.types import JsonObject
 
 Grant = Literal["authorization_code", "client_credentials"]
+Need = Literal["unauthorized", "refresh_failed", "insufficient_scope", "issuer_changed", "unbound"]
 SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+# RFC 6749 §5.2 and RFC 7591 §3.2.2: the only words of an error answer a message repeats.
+OAUTH_ERRORS = frozenset(
+    {
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "invalid_scope",
+        "invalid_redirect_uri",
+        "invalid_client_metadata",
+        "temporarily_unavailable",
+        "server_error",
+    }
+)
+
+
+class AuthorizationRequired(OAuthError):
+    """A person must act: Connect, re-authorize with `scope`, or (an admin) confirm or re-enter
+    the authorization server the credentials belong to."""
+
+    def __init__(self, message: str, *, need: Need, scope: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.need = need
+        self.scope = scope
+
+
+class IssuerChanged(AuthorizationRequired):
+    """The server's metadata names an authorization server other than the one this client is
+    bound to. Nothing was sent to it; an admin must confirm the new one."""
+
+    def __init__(self, bound: str, named: str) -> None:
+        super().__init__(
+            f"The authorization server changed from {shown(bound)} to {shown(named)}: "
+            "an admin must confirm it.",
+            need="issuer_changed",
+        )
+        self.bound = bound
+        self.named = named
 
 
 class RefreshRejected(OAuthError):
@@ -56,6 +100,13 @@ class ClientConfig:
     grant: Grant = "authorization_code"
     application_type: Literal["web", "native"] = "web"
     offline_access: bool = True
+    # The one authorization server this client may talk to (bound when the credentials were
+    # saved, or by the first Connect); None: not chosen yet, and then no credentials may be set.
+    issuer: str | None = None
+
+    @property
+    def has_credentials(self) -> bool:
+        return bool(self.client_id or self.client_secret or self.private_key)
 
 
 @dataclass(frozen=True)
@@ -157,38 +208,58 @@ def choose_scope(
 
 
 class OAuthClient:
-    """One client identity's conversations with authorization servers."""
+    """One client identity's conversations with one authorization server.
+
+    `policy` says where requests may go (default: https and public addresses only; give the MCP
+    server's origin with AddressPolicy.with_own); `deadlines` bound each exchange as a whole."""
 
     def __init__(
         self,
         config: ClientConfig,
         *,
-        transport: Callable[[], httpx.AsyncBaseTransport] | None = None,
-        timeout: float = 10.0,
+        policy: AddressPolicy | None = None,
+        deadlines: Deadlines | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.config = config
-        self._transport = transport
-        self._timeout = timeout
-        self._http: httpx.AsyncClient | None = None
-
-    @property
-    def http(self) -> httpx.AsyncClient:
-        """Opened on first use (inside the event loop that uses it); redirects are not followed."""
-        if self._http is None:
-            transport = self._transport() if self._transport else None
-            self._http = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, transport=transport)
-        return self._http
+        self.http = Outbound(
+            policy or AddressPolicy(),
+            deadlines=deadlines or Deadlines(),
+            max_body=MAX_METADATA_BYTES,
+            transport=transport,
+        )
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self.http.aclose()
+
+    def check_bound(self, issuer: str) -> None:
+        """IssuerChanged unless `issuer` is the one this client is bound to; AuthorizationRequired
+        when credentials were saved without being bound to any (they are sent nowhere then)."""
+        bound = self.config.issuer
+        if bound is not None and issuer != bound:
+            raise IssuerChanged(bound, issuer)
+        if bound is None and self.config.has_credentials:
+            raise AuthorizationRequired(
+                "the OAuth client credentials are bound to no authorization server: an admin must "
+                "save the OAuth client settings again",
+                need="unbound",
+            )
+
+    def _allowed(self, url: str, what: str) -> str:
+        try:
+            refusal = self.http.policy.url_refusal(httpx.URL(url))
+        except httpx.InvalidURL:
+            refusal = "it is not a URL"
+        if refusal:
+            raise OAuthError(f"refusing the {what} {shown(url)}: {refusal}")
+        return url
 
     # --- registration ----------------------------------------------------------------------
 
     async def register(self, server: ServerMetadata, known: Registration | None) -> Registration:
         """Credentials for this authorization server, in the spec's order of preference: a Client
         ID Metadata Document, pre-registered credentials, then Dynamic Client Registration."""
+        self.check_bound(server.issuer)
         if known is not None and known.issuer == server.issuer:
             return known
         config = self.config
@@ -213,10 +284,10 @@ class OAuthClient:
         for method in (*SECRET_METHODS, "none") if has_secret else ("none",):
             if method in offered:
                 return method
-        raise OAuthError(f"{server.issuer} supports none of our token endpoint auth methods: {offered}")
+        raise OAuthError(f"{shown(server.issuer)} supports none of the token endpoint auth methods we use")
 
     async def _register_dynamically(self, server: ServerMetadata) -> Registration:
-        url = require_secure(str(server.registration_endpoint), "registration endpoint")
+        url = str(server.registration_endpoint)
         offered = server.token_endpoint_auth_methods_supported
         wanted = next((m for m in (*SECRET_METHODS, "none") if m in offered), "none")
         body = {
@@ -227,10 +298,10 @@ class OAuthClient:
             "token_endpoint_auth_method": wanted,
             "application_type": self.config.application_type,
         }
-        raw = await self._post_json(url, json_body=body, accept=(200, 201))
+        raw = await self._post_json(url, "registration endpoint", json_body=body, accept=(200, 201))
         client_id = raw.get("client_id")
         if not isinstance(client_id, str) or not client_id:
-            raise OAuthError(f"dynamic client registration at {url} returned no client_id")
+            raise OAuthError(f"dynamic client registration at {shown(url)} returned no client_id")
         secret = raw.get("client_secret") if isinstance(raw.get("client_secret"), str) else None
         method = raw.get("token_endpoint_auth_method")
         method = method if isinstance(method, str) else wanted
@@ -248,11 +319,14 @@ class OAuthClient:
         scope: tuple[str, ...],
     ) -> PendingAuthorization:
         """The authorization request to send a browser to (PKCE S256, state, resource)."""
+        self.check_bound(server.issuer)
+        if registration.issuer != server.issuer:
+            raise IssuerChanged(registration.issuer, server.issuer)
         if server.authorization_endpoint is None:
-            raise OAuthError(f"{server.issuer} has no authorization_endpoint")
+            raise OAuthError(f"{shown(server.issuer)} has no authorization_endpoint")
         if "S256" not in server.code_challenge_methods_supported:
-            raise OAuthError(f"{server.issuer} does not offer PKCE with S256; refusing to authorize")
-        endpoint = require_secure(server.authorization_endpoint, "authorization endpoint")
+            raise OAuthError(f"{shown(server.issuer)} does not offer PKCE with S256; refusing to authorize")
+        endpoint = self._allowed(server.authorization_endpoint, "authorization endpoint")
         state, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(64)
         url = prepare_grant_uri(
             endpoint,
@@ -295,6 +369,9 @@ class OAuthClient:
     async def refresh(self, tokens: Tokens, registration: Registration) -> Tokens:
         if not tokens.refresh_token:
             raise RefreshRejected("there is no refresh token")
+        self.check_bound(tokens.issuer)
+        if registration.issuer != tokens.issuer:
+            raise IssuerChanged(registration.issuer, tokens.issuer)
         body = prepare_token_request(
             "refresh_token", refresh_token=tokens.refresh_token, resource=tokens.resource
         )
@@ -311,6 +388,7 @@ class OAuthClient:
         config = self.config
         if not config.client_id or not (config.client_secret or config.private_key):
             raise OAuthError("client credentials need a client ID and a secret or a private key")
+        self.check_bound(server.issuer)
         method = self._method_for(server, has_secret=bool(config.client_secret))
         registration = Registration(
             server.issuer, config.client_id, method, "preregistered", config.client_secret
@@ -345,15 +423,19 @@ class OAuthClient:
         *,
         refreshing: bool = False,
     ) -> Tokens:
-        require_secure(endpoint, "token endpoint")
+        self.check_bound(registration.issuer)
         headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
         _, headers, body = self._client_auth(registration, endpoint).prepare("POST", endpoint, headers, body)
-        raw = await self._post_json(endpoint, form=body, headers=headers, refreshing=refreshing)
+        raw = await self._post_json(
+            endpoint, "token endpoint", form=body, headers=headers, refreshing=refreshing
+        )
         access, kind = raw.get("access_token"), raw.get("token_type")
         if not isinstance(access, str) or not access or not isinstance(kind, str):
-            raise OAuthError(f"the token endpoint {endpoint} answered without an access_token or token_type")
+            raise OAuthError(
+                f"the token endpoint {shown(endpoint)} answered without an access_token or token_type"
+            )
         if kind.lower() != "bearer":
-            raise OAuthError(f"the token endpoint issued a {kind!r} token; only Bearer tokens are supported")
+            raise OAuthError("the token endpoint issued a token that is not a Bearer token; only those work")
         now = time.time()
         expires_in = raw.get("expires_in")
         scope = raw.get("scope")
@@ -372,6 +454,7 @@ class OAuthClient:
     async def _post_json(
         self,
         url: str,
+        what: str,
         *,
         json_body: JsonObject | None = None,
         form: str | None = None,
@@ -379,27 +462,27 @@ class OAuthClient:
         accept: tuple[int, ...] = (200,),
         refreshing: bool = False,
     ) -> dict[str, Any]:
+        """The JSON object an endpoint answered with. Failures name the endpoint and at most one of
+        the registered OAuth error codes: nothing else of what came back is repeated."""
         try:
             if json_body is not None:
-                response = await self.http.post(url, json=json_body, headers={"Accept": "application/json"})
+                answer = await self.http.request(
+                    "POST", url, json_body=json_body, headers={"Accept": "application/json"}
+                )
             else:
-                response = await self.http.post(url, content=form, headers=headers)
-        except httpx.HTTPError as exc:
-            raise OAuthError(f"cannot reach {url}: {exc or type(exc).__name__}", permanent=False) from exc
-        body = response.content[: MAX_METADATA_BYTES + 1]
-        try:
-            raw = json.loads(body) if len(body) <= MAX_METADATA_BYTES else None
-        except ValueError:
-            raw = None
-        if response.status_code in accept and isinstance(raw, dict):
+                answer = await self.http.request("POST", url, content=form, headers=headers)
+        except OutboundFailed as exc:
+            raise OAuthError(f"the {what}: {exc}", permanent=exc.refused) from exc
+        raw = answer.json_object()
+        if answer.status in accept and raw is not None:
             return raw
-        error = raw.get("error") if isinstance(raw, dict) else None
+        error = raw.get("error") if raw is not None else None
+        error = error if error in OAUTH_ERRORS else None
         if refreshing and error in ("invalid_grant", "invalid_client", "unauthorized_client"):
             raise RefreshRejected(f"the authorization server refused the refresh token ({error})")
-        detail = f" ({error})" if isinstance(error, str) else ""
-        raise OAuthError(
-            f"{url} answered HTTP {response.status_code}{detail}", permanent=response.status_code < 500
-        )
+        if error:
+            raise OAuthError(f"the {what} {shown(url)} refused the request ({error})")
+        raise OAuthError(f"the {what} {shown(url)} gave no usable answer", permanent=answer.status < 500)
 
 
 def check_callback(pending: PendingAuthorization, callback_url: str) -> dict[str, str]:

@@ -4,20 +4,26 @@ metadata (RFC 9728) and the authorization server's metadata (RFC 8414, OpenID Co
 Everything here is read from servers, so everything is checked before use: sizes, types, the
 `resource` against the server we asked (a server may not speak for another), and the `issuer`
 against the one we built the well-known URL from (string equality, no normalisation).
+
+Every document is fetched through an Outbound client (tasksapp/mcpclient/outbound.py): its address
+policy, its bounded reader and its deadline. A document that cannot be had, for whatever reason,
+is simply not there; messages name the URLs tried and never quote what came back, so they cannot
+carry an internal service's answer or tell its ports apart.
 """
 
-import json
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import httpx
 
 from tasksapp.mcpclient.errors import McpError
+from tasksapp.mcpclient.outbound import Outbound, OutboundFailed, shown
 from tasksapp.mcpclient.types import JsonObject
 
+log = logging.getLogger(__name__)
 MAX_METADATA_BYTES = 64 * 1024
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
 class OAuthError(McpError):
@@ -112,18 +118,6 @@ class ServerMetadata:
     url: str = field(default="", compare=False)
 
 
-def is_secure(url: str) -> bool:
-    """https, or plain http to this machine only (a loopback address)."""
-    parsed = httpx.URL(url)
-    return parsed.scheme == "https" or (parsed.scheme == "http" and parsed.host in LOOPBACK_HOSTS)
-
-
-def require_secure(url: str, what: str) -> str:
-    if not is_secure(url):
-        raise OAuthError(f"{what} {url!r} is not an https:// URL; credentials are never sent in the clear")
-    return url
-
-
 def resource_matches(resource: str, server_url: str) -> bool:
     """RFC 9728 §3.3 / MCP canonical URI: same origin, and the resource's path a prefix of ours."""
     try:
@@ -165,28 +159,19 @@ def server_metadata_urls(issuer: str) -> list[str]:
     ]
 
 
-async def fetch_json(http: httpx.AsyncClient, url: str) -> JsonObject | None:
-    """GET a metadata document; None when it is not there (4xx, a redirect, not a JSON object)."""
+async def fetch_json(http: Outbound, url: str, refusals: list[str]) -> JsonObject | None:
+    """GET a metadata document; None when there is none to use at `url`: any failure, any status
+    but 200, anything but a JSON object. Why the address policy refused a URL is added to
+    `refusals` (those messages depend on the URL and the policy only)."""
     try:
-        async with http.stream("GET", url, headers={"Accept": "application/json"}) as response:
-            if response.status_code >= 500:
-                raise OAuthError(f"{url}: HTTP {response.status_code}", permanent=False)
-            if response.status_code != 200:
-                return None
-            body = b""
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_METADATA_BYTES:
-                    raise OAuthError(
-                        f"{url}: the metadata document is larger than {MAX_METADATA_BYTES} bytes"
-                    )
-    except httpx.HTTPError as exc:
-        raise OAuthError(f"cannot fetch {url}: {exc or type(exc).__name__}", permanent=False) from exc
-    try:
-        loaded = json.loads(body)
-    except ValueError:
+        answer = await http.request(
+            "GET", url, headers={"Accept": "application/json"}, max_body=MAX_METADATA_BYTES
+        )
+    except OutboundFailed as exc:
+        if exc.refused:
+            refusals.append(str(exc))
         return None
-    return loaded if isinstance(loaded, dict) else None
+    return answer.json_object() if answer.status == 200 else None
 
 
 def _strings(raw: JsonObject, key: str) -> tuple[str, ...] | None:
@@ -202,56 +187,110 @@ def _url(raw: JsonObject, key: str, *, required: bool = False) -> str | None:
     value = raw.get(key)
     if value is None and not required:
         return None
-    if not isinstance(value, str) or httpx.URL(value).scheme not in ("http", "https"):
+    try:
+        usable = isinstance(value, str) and httpx.URL(value).scheme in ("http", "https")
+    except httpx.InvalidURL:
+        usable = False
+    if not usable:
         raise OAuthError(f"metadata field {key} is not an http(s) URL")
-    return value
+    return str(value)
 
 
-async def discover_resource(
-    http: httpx.AsyncClient, server_url: str, challenge: Challenge | None
-) -> ResourceMetadata:
-    """The server's protected resource metadata, from the first place in the spec's order that has it."""
-    for url in resource_metadata_urls(server_url, challenge):
-        raw = await fetch_json(http, url)
-        if raw is None:
-            continue
-        resource = raw.get("resource")
-        if not isinstance(resource, str) or not resource_matches(resource, server_url):
-            raise OAuthError(
-                f"the protected resource metadata at {url} is for {resource!r}, not for {server_url}; "
-                "refusing to authorize (check the server URL)"
-            )
-        servers = _strings(raw, "authorization_servers") or ()
-        if not servers:
-            raise OAuthError(f"the protected resource metadata at {url} names no authorization server")
-        return ResourceMetadata(resource, servers, _strings(raw, "scopes_supported"), url)
-    raise OAuthError(f"{server_url} asks for authorization but publishes no protected resource metadata")
-
-
-async def discover_server(http: httpx.AsyncClient, issuer: str) -> ServerMetadata:
-    """The authorization server's metadata, whose `issuer` must be exactly the one we looked up."""
-    for url in server_metadata_urls(issuer):
-        raw = await fetch_json(http, url)
-        if raw is None:
-            continue
-        if raw.get("issuer") != issuer:
-            raise OAuthError(
-                f"the authorization server metadata at {url} names issuer {raw.get('issuer')!r}, "
-                f"not {issuer!r}; refusing to use it (RFC 8414 §3.3)"
-            )
-        return ServerMetadata(
-            issuer=issuer,
-            authorization_endpoint=_url(raw, "authorization_endpoint"),
-            token_endpoint=str(_url(raw, "token_endpoint", required=True)),
-            registration_endpoint=_url(raw, "registration_endpoint"),
-            scopes_supported=_strings(raw, "scopes_supported"),
-            grant_types_supported=_strings(raw, "grant_types_supported")
-            or ("authorization_code", "implicit"),
-            token_endpoint_auth_methods_supported=_strings(raw, "token_endpoint_auth_methods_supported")
-            or ("client_secret_basic",),
-            code_challenge_methods_supported=_strings(raw, "code_challenge_methods_supported") or (),
-            iss_parameter_supported=raw.get("authorization_response_iss_parameter_supported") is True,
-            client_id_metadata_document_supported=raw.get("client_id_metadata_document_supported") is True,
-            url=url,
+async def discover_resource(http: Outbound, server_url: str, challenge: Challenge | None) -> ResourceMetadata:
+    """The server's protected resource metadata, from the first place in the spec's order that has
+    it. A document on the server's own origin that cannot be used is an error that says why; one
+    elsewhere (named by the challenge) that cannot be used is passed over like a missing one."""
+    found, refusals = await _first_usable(
+        http,
+        resource_metadata_urls(server_url, challenge),
+        lambda raw, url: _resource_metadata(raw, url, server_url),
+        strict=lambda url: _same_origin(url, server_url),
+    )
+    if found is None:
+        raise OAuthError(
+            f"{server_url} asks for authorization but publishes no usable protected resource metadata"
+            + _because(refusals),
+            permanent=False,
         )
-    raise OAuthError(f"authorization server {issuer} publishes no metadata (RFC 8414 or OpenID discovery)")
+    return found
+
+
+def _resource_metadata(raw: JsonObject, url: str, server_url: str) -> ResourceMetadata:
+    resource = raw.get("resource")
+    if not isinstance(resource, str) or not resource_matches(resource, server_url):
+        raise OAuthError(
+            f"the protected resource metadata at {shown(url)} names another resource than "
+            f"{server_url}; refusing to authorize (check the server URL)"
+        )
+    servers = _strings(raw, "authorization_servers") or ()
+    if not servers:
+        raise OAuthError(f"the protected resource metadata at {shown(url)} names no authorization server")
+    return ResourceMetadata(resource, servers, _strings(raw, "scopes_supported"), url)
+
+
+async def discover_server(http: Outbound, issuer: str) -> ServerMetadata:
+    """The authorization server's metadata, whose `issuer` must be exactly the one we looked up.
+
+    The issuer is a URL someone else named: a document that cannot be used (another issuer, a
+    field of the wrong type) is passed over like a missing one, and the message is the same."""
+    found, refusals = await _first_usable(
+        http, server_metadata_urls(issuer), lambda raw, url: _server_metadata(raw, url, issuer)
+    )
+    if found is None:
+        raise OAuthError(
+            f"authorization server {shown(issuer)} publishes no usable metadata "
+            "(RFC 8414 or OpenID discovery)" + _because(refusals),
+            permanent=False,
+        )
+    return found
+
+
+async def _first_usable[T](
+    http: Outbound,
+    urls: list[str],
+    read: Callable[[JsonObject, str], T],
+    *,
+    strict: Callable[[str], bool] = lambda url: False,
+) -> tuple[T | None, list[str]]:
+    """The first document `read` accepts, and why the policy refused any URL on the way. A document
+    `read` refuses is passed over, unless its URL is `strict`: then that refusal is the error."""
+    refusals: list[str] = []
+    for url in urls:
+        raw = await fetch_json(http, url, refusals)
+        if raw is None:
+            continue
+        try:
+            return read(raw, url), refusals
+        except OAuthError as exc:
+            if strict(url):
+                raise
+            log.info("unusable metadata at %s: %s", shown(url), exc)
+    return None, refusals
+
+
+def _server_metadata(raw: JsonObject, url: str, issuer: str) -> ServerMetadata:
+    if raw.get("issuer") != issuer:
+        raise OAuthError(f"the metadata names another issuer than {shown(issuer)} (RFC 8414 §3.3)")
+    return ServerMetadata(
+        issuer=issuer,
+        authorization_endpoint=_url(raw, "authorization_endpoint"),
+        token_endpoint=str(_url(raw, "token_endpoint", required=True)),
+        registration_endpoint=_url(raw, "registration_endpoint"),
+        scopes_supported=_strings(raw, "scopes_supported"),
+        grant_types_supported=_strings(raw, "grant_types_supported") or ("authorization_code", "implicit"),
+        token_endpoint_auth_methods_supported=_strings(raw, "token_endpoint_auth_methods_supported")
+        or ("client_secret_basic",),
+        code_challenge_methods_supported=_strings(raw, "code_challenge_methods_supported") or (),
+        iss_parameter_supported=raw.get("authorization_response_iss_parameter_supported") is True,
+        client_id_metadata_document_supported=raw.get("client_id_metadata_document_supported") is True,
+        url=url,
+    )
+
+
+def _same_origin(url: str, other: str) -> bool:
+    a, b = httpx.URL(url), httpx.URL(other)
+    return (a.scheme, a.host, a.port) == (b.scheme, b.host, b.port)
+
+
+def _because(refusals: list[str]) -> str:
+    return f" ({'; '.join(dict.fromkeys(refusals))})" if refusals else ""

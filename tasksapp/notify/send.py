@@ -10,7 +10,6 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync
-from django.core import mail
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -18,6 +17,7 @@ from django.utils import timezone
 from tasksapp import events
 from tasksapp.mcpclient.outbound import OutboundFailed
 from tasksapp.notify import config
+from tasksapp.notify.mailer import send_email
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.services.common import audit
 from tasksapp.services.outbound import webhook_client
@@ -53,7 +53,7 @@ def deliver(row: NotificationOutbox) -> None:
     if row.channel == "email":
         if not pref.email:
             raise ValueError("no email address is set any more")
-        mail.send_mail(row.subject, row.text, config.sender(), [pref.email], fail_silently=False)
+        send_email(subject=row.subject, text=row.text, to=pref.email)
         return
     if not pref.webhook_url:
         raise ValueError("no webhook URL is set any more")

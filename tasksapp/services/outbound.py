@@ -1,6 +1,9 @@
-"""The dashboard's address policy for webhooks, from its settings (the MCP servers' own policy
-is MCP_BLOCK_PRIVATE_ADDRESSES): private addresses are refused except on OUTBOUND_ALLOWED_HOSTS,
-checked when a URL is saved and again on every connection, after DNS. docs/security.md says why.
+"""The dashboard's address policies, from its settings: for URLs a remote party names (OAuth
+discovery) and for webhooks. The MCP servers' own policy is MCP_BLOCK_PRIVATE_ADDRESSES.
+
+Both refuse private addresses except on OUTBOUND_ALLOWED_HOSTS (checked again on every
+connection, after DNS); OAuth URLs must also be https, except on the registered MCP server's own
+origin and on the allow-list. docs/security.md says why.
 """
 
 import asyncio
@@ -17,10 +20,23 @@ RESOLVE_SECONDS = 5.0
 LOOPBACK = ("127.0.0.0/8", "::1", "localhost")  # what `manage.py demo` and the tests allow
 
 
+def discovery_policy(server_url: str) -> AddressPolicy:
+    """For the OAuth requests about one MCP server: its own origin as for MCP traffic; anything
+    else https and public unless OUTBOUND_ALLOWED_HOSTS lists it."""
+    allowed = allow_list(settings.OUTBOUND_ALLOWED_HOSTS)
+    policy = AddressPolicy(https_only=True, public_only=True, allowed=allowed)
+    return policy.with_own(server_url, public_only=settings.MCP_BLOCK_PRIVATE_ADDRESSES)
+
+
 def webhook_policy() -> AddressPolicy:
     """For webhooks: http or https, public addresses unless OUTBOUND_ALLOWED_HOSTS lists them."""
     allowed = allow_list(settings.OUTBOUND_ALLOWED_HOSTS)
     return AddressPolicy(https_only=False, public_only=True, allowed=allowed)
+
+
+def oauth_deadlines() -> Deadlines:
+    total = float(settings.OAUTH_DEADLINE_SECONDS)
+    return Deadlines(connect=min(5.0, total), read=min(10.0, total), total=total)
 
 
 def webhook_client() -> Outbound:

@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy
 
 from tasksapp import crypto, events
 from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
-from tasksapp.mcpclient.oauth import AuthorizationRequired
+from tasksapp.mcpclient.oauth import AuthorizationRequired, IssuerChanged
 from tasksapp.models import McpServer
 from tasksapp.services import oauth
 from tasksapp.services.common import (
@@ -66,6 +66,8 @@ def server_preview(*, url: str, headers: dict[str, str], server: McpServer | Non
         return with_client(probe, discover)
     except ValueError as exc:
         raise NotAllowed(str(exc)) from exc
+    except IssuerChanged as exc:
+        raise RemoteFailed(str(exc), cause=exc) from exc
     except AuthorizationRequired as exc:
         raise RemoteFailed(str(NEEDS_AUTHORIZATION), cause=exc) from exc
     except McpError as exc:

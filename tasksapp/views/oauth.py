@@ -1,5 +1,6 @@
 """OAuth for MCP servers: Connect (to the authorization server), the callback, the client settings
-a server's admin enters, Disconnect, and the Client ID Metadata Document the dashboard serves."""
+a server's admin enters (bound to an authorization server), Disconnect, confirming a changed
+authorization server, and the Client ID Metadata Document the dashboard serves."""
 
 from django import forms
 from django.contrib import messages
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from tasksapp import services
 from tasksapp.models import McpServer, ServerAuthorization
 from tasksapp.permissions import MANAGE_SERVERS, require
-from tasksapp.services import oauth
+from tasksapp.services import oauth, oauth_connect, oauth_issuer
 from tasksapp.views.common import page
 
 
@@ -33,7 +34,7 @@ def metadata_url(request: HttpRequest) -> str:
 def connect(request: HttpRequest, pk: int) -> HttpResponse:
     server = get_object_or_404(McpServer, pk=pk)
     try:
-        target = oauth.oauth_connect(
+        target = oauth_connect.oauth_connect(
             server=server,
             user=request.user,
             redirect_uri=callback_url(request),
@@ -49,7 +50,7 @@ def connect(request: HttpRequest, pk: int) -> HttpResponse:
 @require(MANAGE_SERVERS)
 def callback(request: HttpRequest) -> HttpResponse:
     try:
-        server = oauth.oauth_callback(
+        server = oauth_connect.oauth_callback(
             user=request.user, callback_url=request.build_absolute_uri(), state=request.GET.get("state", "")
         )
     except services.ServiceError as exc:
@@ -98,6 +99,16 @@ class ClientSettingsForm(forms.Form):
         ),
     )
 
+    issuer = forms.CharField(  # not a URLField: an issuer is compared character for character
+        required=False,
+        max_length=2000,
+        label=gettext_lazy("Authorization server (issuer)"),
+        help_text=gettext_lazy(
+            "The credentials are sent to this authorization server and nowhere else. Empty: the one "
+            "the MCP server names now."
+        ),
+    )
+
     @staticmethod
     def kept(value: str) -> str | None:
         value = value.strip()
@@ -108,7 +119,9 @@ class ClientSettingsForm(forms.Form):
 def client_settings(request: HttpRequest, pk: int) -> HttpResponse:
     server = get_object_or_404(McpServer, pk=pk)
     auth = ServerAuthorization.objects.filter(server=server).first()
-    initial = {"grant_type": auth.grant_type, "client_id": auth.client_id} if auth else {}
+    initial = (
+        {"grant_type": auth.grant_type, "client_id": auth.client_id, "issuer": auth.issuer} if auth else {}
+    )
     form = ClientSettingsForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -120,20 +133,45 @@ def client_settings(request: HttpRequest, pk: int) -> HttpResponse:
                 client_id=data["client_id"].strip(),
                 client_secret=form.kept(data["client_secret"]),
                 private_key=form.kept(data["private_key"]),
+                issuer=data["issuer"],
             )
         except services.ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("OAuth client settings saved."))
             return redirect("tasks:server-tools", pk=pk)
-    context = {"server": server, "form": form, "callback_url": callback_url(request)}
+    context = {"server": server, "auth": auth, "form": form, "callback_url": callback_url(request)}
     return page(request, "tasksapp/oauth_settings.html", context, nav="servers")
+
+
+@require_POST
+@require(MANAGE_SERVERS)
+def confirm_issuer(request: HttpRequest, pk: int) -> HttpResponse:
+    """An admin accepts the authorization server the MCP server names now (shown on its page)."""
+    server = get_object_or_404(McpServer, pk=pk)
+    issuer = request.POST.get("issuer", "")
+    try:
+        oauth_issuer.oauth_confirm_issuer(
+            server=server,
+            user=request.user,
+            issuer=issuer,
+            keep_client=request.POST.get("keep_client") == "1",
+        )
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            _("%(name)s now uses the authorization server %(issuer)s.")
+            % {"name": server.name, "issuer": issuer},
+        )
+    return redirect("tasks:server-tools", pk=pk)
 
 
 @login_not_required
 @require_GET
 def client_metadata(request: HttpRequest) -> HttpResponse:
-    document = oauth.client_metadata_document(
+    document = oauth_connect.client_metadata_document(
         client_id=request.build_absolute_uri(reverse("tasks:oauth-client-metadata")),
         redirect_uri=callback_url(request),
     )

@@ -63,7 +63,8 @@ def test_connect_poll_refresh_lose_reconnect_and_step_up(
     second = run_tool(page, "guarded", "slow_count", n=6, delay=0.5)
     control(guarded, refuse_refresh=True)
     page.goto("/servers/")  # its rows are live: the state arrives without a reload
-    expect(page.locator("#live-region .oauth-badge")).to_have_text("Authorization needed", timeout=20_000)
+    row = page.locator("#live-region tr", has=page.get_by_role("link", name="guarded", exact=True))
+    expect(row.locator(".oauth-badge")).to_have_text("Authorization needed", timeout=20_000)
     page.goto(f"/tasks/{second}/")
     expect(page.locator(".oauth-badge")).to_have_text("Authorization needed")
     expect(page.locator("#task-card h1 .badge")).not_to_have_text(re.compile("expired|failed|completed"))

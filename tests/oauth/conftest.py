@@ -6,7 +6,12 @@ from typing import Any
 
 import httpx
 import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
 
+from tasksapp import services
+from tasksapp.models import McpServer
 from tests.oauth.peer import READY
 from tests.peers.launch import RunningPeer, running
 
@@ -52,3 +57,27 @@ async def approve_async(authorization_url: str) -> str:
         assert (await http.get(authorization_url)).status_code == 200
         answer = await http.post(authorization_url.split("?")[0], data={"query": query, "user": "alice"})
         return answer.headers["location"]
+
+
+@pytest.fixture
+def admin() -> tuple[Client, User]:
+    user = User.objects.create_user("ada", password="pw-for-tests-only")
+    user.groups.add(Group.objects.get(name="admin"))
+    client = Client()
+    client.force_login(user)
+    return client, user
+
+
+def add_protected(protected: RunningPeer, user: User) -> McpServer:
+    return services.server_create(name="guarded", url=protected.url, headers={}, user=user)
+
+
+def connect(client: Client, server: McpServer, *, tamper: str = "") -> Any:
+    """Connect, consent at the authorization server, come back to /oauth/callback."""
+    started = client.post(reverse("tasks:oauth-connect", args=[server.pk]))
+    assert started.status_code == 302, started.content
+    authorization = started["Location"]
+    assert authorization.startswith(server.url.rsplit("/mcp", 1)[0] + "/as/authorize?")
+    back = httpx.URL(approve(authorization))
+    query = back.query.decode() + tamper
+    return client.get(f"{back.path}?{query}")

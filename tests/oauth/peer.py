@@ -7,15 +7,26 @@ with its own authorization server (tests/oauth/authserver.py), on one loopback p
 - /.well-known/oauth-protected-resource/mcp, /.well-known/oauth-authorization-server/as and
   /as/{authorize,token,register}: the authorization server. /as/authorize shows a consent page
   whose Approve button a person (or a browser test) clicks.
-- /_control (GET: counters; POST JSON: refuse_refresh, token_seconds, step_up_tool) lets a test
-  make the authorization server refuse refreshes or issue short-lived tokens, as a real one would.
+- /_control (GET: counters; POST JSON) lets a test make the authorization server refuse
+  refreshes or issue short-lived tokens, as a real one would (refuse_refresh, token_seconds,
+  step_up_tool), and turn the server hostile (`reset` undoes all of it):
+  - authorization_servers: what the protected resource metadata names instead (a switched issuer);
+  - resource_metadata: the URL the 401 challenge names instead;
+  - metadata: fields that replace the authorization server metadata's (endpoints elsewhere);
+  - token_drip: seconds per byte: the token endpoint answers one byte at a time for as long as
+    this is on (`dripping` and `drips` say whether and how often it has begun);
+  - token_bomb: bytes: the token endpoint answers a gzip bomb that inflates to that many;
+  - revoke: forget every token issued, so the MCP endpoint answers 401 to all of them.
 - --no-listen refuses subscriptions/listen, so a client polls (and so needs fresh tokens).
 """
 
 import argparse
+import asyncio
+import functools
 import html
 import json
 import logging
+import zlib
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -38,6 +49,10 @@ class ProtectedDemo:
         self.step_up_tool = step_up_tool
         self.mcp_requests = 0
         self.bearers_seen: set[str] = set()
+        self.hostile: dict[str, Any] = {}
+        self.dripping = False
+        self.drips = 0
+        self.token_requests = 0
 
     def bind(self, base: str) -> None:
         self.base = base
@@ -58,10 +73,14 @@ class ProtectedDemo:
         if path == "/mcp":
             await self._mcp(scope, body, headers, receive, send)
         elif path == "/.well-known/oauth-protected-resource/mcp":
-            metadata = {"resource": f"{self.base}/mcp", "authorization_servers": [self.auth.issuer]}
+            named = self.hostile.get("authorization_servers") or [self.auth.issuer]
+            metadata = {"resource": f"{self.base}/mcp", "authorization_servers": named}
             await _json(send, 200, {**metadata, "scopes_supported": ["mcp:read"]})
         elif path == "/.well-known/oauth-authorization-server/as":
-            await _json(send, 200, self.auth.metadata())
+            await _json(send, 200, {**self.auth.metadata(), **self.hostile.get("metadata", {})})
+        elif path == "/as/token" and (self.hostile.get("token_drip") or self.hostile.get("token_bomb")):
+            self.token_requests += 1
+            await self._hostile_token(send)
         elif path == "/as/authorize" and method == "GET":
             await _consent(send, scope["query_string"].decode())
         elif path == "/as/authorize":
@@ -69,6 +88,7 @@ class ProtectedDemo:
             status, location = self.auth.approve(form.get("query", ""), user=form.get("user", "alice"))
             await _respond(send, status if location else 400, b"", [(b"location", location.encode())])
         elif path == "/as/token":
+            self.token_requests += 1
             form = dict(parse_qsl(body.decode()))
             request = self.auth.request("POST", f"{self.auth.issuer}/token", form, _title(headers))
             status, payload, _ = self.auth.create_token_response(request)
@@ -86,6 +106,7 @@ class ProtectedDemo:
         bearer = headers.get("authorization", "")
         token = self.auth.valid(bearer[7:], f"{self.base}/mcp") if bearer.startswith("Bearer ") else None
         if token is None:
+            metadata = self.hostile.get("resource_metadata") or metadata
             challenge = f'Bearer error="invalid_token", scope="mcp:read", resource_metadata="{metadata}"'
             await _json(send, 401, {"error": "invalid_token"}, [(b"www-authenticate", challenge.encode())])
             return
@@ -124,9 +145,46 @@ class ProtectedDemo:
 
         await self.demo(scope, replay, send)
 
+    async def _hostile_token(self, send: Any) -> None:
+        """A token answer dripped a byte at a time (for as long as token_drip is on), or a bomb."""
+        if bomb := int(self.hostile.get("token_bomb") or 0):
+            headers = [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")]
+            await _respond(send, 200, await asyncio.to_thread(_gzip_bomb, bomb), headers)
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        self.dripping, self.drips = True, self.drips + 1
+        try:
+            while self.hostile.get("token_drip"):
+                await send({"type": "http.response.body", "body": b" ", "more_body": True})
+                await asyncio.sleep(float(self.hostile["token_drip"]))
+        finally:
+            self.dripping = False
+        await send({"type": "http.response.body", "body": b"{}"})
+
     async def _control(self, method: str, body: bytes, send: Any) -> None:
         if method == "POST":
             change = json.loads(body or b"{}")
+            if change.pop("reset", False):
+                self.hostile = {}
+            if change.pop("revoke", False):
+                self.auth.tokens.clear()
+            for knob in (
+                "authorization_servers",
+                "resource_metadata",
+                "metadata",
+                "token_drip",
+                "token_bomb",
+            ):
+                if knob in change:
+                    self.hostile[knob] = change.pop(knob)
+            if self.hostile.get("token_bomb"):  # made off the loop, once: the peer keeps answering
+                asyncio.get_running_loop().run_in_executor(None, _gzip_bomb, int(self.hostile["token_bomb"]))
             self.auth.refuse_refresh = bool(change.get("refuse_refresh", self.auth.refuse_refresh))
             self.auth.token_seconds = int(change.get("token_seconds", self.auth.token_seconds))
             self.step_up_tool = str(change.get("step_up_tool", self.step_up_tool))
@@ -139,8 +197,20 @@ class ProtectedDemo:
                 "clients": len(self.auth.clients),
                 "bearers_seen": len(self.bearers_seen),
                 "mcp_requests": self.mcp_requests,
+                "token_requests": self.token_requests,
+                "dripping": self.dripping,
+                "drips": self.drips,
             },
         )
+
+
+@functools.cache
+def _gzip_bomb(inflated: int) -> bytes:
+    """`inflated` bytes of JSON-looking spaces, gzip-compressed (about 1/1000 of that on the wire)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = b" " * (1 << 20)
+    parts = [packer.compress(block) for _ in range(inflated >> 20)]
+    return b"".join([*parts, packer.flush()])
 
 
 def _title(headers: dict[str, str]) -> dict[str, str]:

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from tasksapp.mcpclient import McpClient
+from tasksapp.mcpclient.addresses import AddressPolicy
 from tasksapp.mcpclient.oauth import (
     AuthorizationRequired,
     ClientConfig,
@@ -23,7 +24,9 @@ CONFIG = ClientConfig(redirect_uri="http://127.0.0.1:9/oauth/callback")
 
 
 def oauth(peer: RunningPeer, store: MemoryGrantStore, *, person: bool = True) -> McpOAuth:
-    return McpOAuth(OAuthClient(CONFIG), store, peer.url, authorize=approve_async if person else None)
+    """The peer's authorization server is on the MCP server's own origin: allowed over http."""
+    client = OAuthClient(CONFIG, policy=AddressPolicy().with_own(peer.url, public_only=False))
+    return McpOAuth(client, store, peer.url, authorize=approve_async if person else None)
 
 
 async def test_connects_with_pkce_registers_and_calls(protected: RunningPeer) -> None:

@@ -5,9 +5,8 @@ token, refreshing it, losing it (tasks kept) and polling again after a reconnect
 import asyncio
 import re
 
-import httpx
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -16,23 +15,10 @@ from tasksapp.mcpclient.oauth_flow import GrantState, Tokens
 from tasksapp.models import McpServer, OperatorAction, RemoteTask, ServerAuthorization
 from tasksapp.services.oauth import DbGrantStore, grant_of, oauth_for
 from tests.engine_helpers import run_worker_until
-from tests.oauth.conftest import approve, control
+from tests.oauth.conftest import add_protected, connect, control
 from tests.peers.launch import RunningPeer
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def admin() -> tuple[Client, User]:
-    user = User.objects.create_user("ada", password="pw-for-tests-only")
-    user.groups.add(Group.objects.get(name="admin"))
-    client = Client()
-    client.force_login(user)
-    return client, user
-
-
-def add_protected(protected: RunningPeer, user: User) -> McpServer:
-    return services.server_create(name="guarded", url=protected.url, headers={}, user=user)
 
 
 def test_adding_a_protected_server_says_what_to_do_next(
@@ -45,17 +31,6 @@ def test_adding_a_protected_server_says_what_to_do_next(
     assert flash, page[:3000]
     assert "Server guarded added. It needs authorization: use Connect below to sign in." in flash.group(1)
     assert "( ," not in flash.group(1) and "0 tools" not in flash.group(1)
-
-
-def connect(client: Client, server: McpServer, *, tamper: str = "") -> httpx.Response | object:
-    """Connect, consent at the authorization server, come back to /oauth/callback."""
-    started = client.post(reverse("tasks:oauth-connect", args=[server.pk]))
-    assert started.status_code == 302, started.content
-    authorization = started["Location"]
-    assert authorization.startswith(server.url.rsplit("/mcp", 1)[0] + "/as/authorize?")
-    back = httpx.URL(approve(authorization))
-    query = back.query.decode() + tamper
-    return client.get(f"{back.path}?{query}")
 
 
 def test_a_protected_server_is_added_and_asks_for_authorization(
@@ -75,7 +50,7 @@ def test_connect_consent_callback_stores_the_grant_encrypted(
     client, user = admin
     server = add_protected(protected, user)
     done = connect(client, server)
-    assert done.status_code == 302  # type: ignore[attr-defined]
+    assert done.status_code == 302
     auth = ServerAuthorization.objects.get(server=server)
     assert auth.state == "connected" and auth.granted_by == user
     grant = grant_of(auth)
@@ -104,8 +79,8 @@ def test_a_callback_with_a_foreign_state_or_issuer_is_refused(
     client, user = admin
     server = add_protected(protected, user)
     refused = connect(client, server, tamper=tamper)
-    assert refused.status_code == 400  # type: ignore[attr-defined]
-    assert "Authorization failed" in refused.content.decode()  # type: ignore[attr-defined]
+    assert refused.status_code == 400
+    assert "Authorization failed" in refused.content.decode()
     assert ServerAuthorization.objects.get(server=server).state == "needed"
     assert grant_of(ServerAuthorization.objects.get(server=server)).tokens is None
 
