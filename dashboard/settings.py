@@ -273,6 +273,8 @@ MCP_LISTEN_ACK_TIMEOUT_MS = env_int("MCP_LISTEN_ACK_TIMEOUT_MS", 10000, minimum=
 # and how long a request the server replaced (state "gone") is kept before it is deleted.
 MCP_MAX_INPUT_REQUESTS_PER_TASK = env_int("MCP_MAX_INPUT_REQUESTS_PER_TASK", 500, minimum=1)
 MCP_INPUT_GONE_KEEP_SECONDS = env_int("MCP_INPUT_GONE_KEEP_SECONDS", 3600, minimum=0)
+# Questions a server asks before a task exists (MRTR) expire when nobody answers within this.
+MCP_PENDING_CALL_TTL_SECONDS = env_int("MCP_PENDING_CALL_TTL_SECONDS", 900, minimum=10)
 # One "input needed" notification per task per window of this many seconds, a digest when it ends.
 NOTIFY_TASK_WINDOW_SECONDS = env_int("NOTIFY_TASK_WINDOW_SECONDS", 600, minimum=60)
 MCP_MAX_BODY_BYTES = env_int("MCP_MAX_BODY_BYTES", 8 * 1024 * 1024, minimum=1024)

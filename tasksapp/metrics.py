@@ -72,7 +72,7 @@ class DashboardCollector(Collector):
         open_requests.add_metric(
             ["task"], InputRequest.objects.filter(state="open", task__expired=False).count()
         )
-        open_requests.add_metric(["pre_task"], PendingCall.objects.filter(state="open").count())
+        open_requests.add_metric(["pre_task"], PendingCall.objects.waiting().count())
         yield open_requests
         yield self._answer_latency()
 

@@ -562,6 +562,14 @@ class TaskEvent(models.Model):
         return f"{self.status} ({self.source})"
 
 
+class PendingCallQuerySet(models.QuerySet["PendingCall"]):
+    def waiting(self, now: datetime | None = None) -> "PendingCallQuerySet":
+        """Calls whose questions someone may still answer: open, on a server in use, and asked within
+        MCP_PENDING_CALL_TTL_SECONDS (older ones have expired, whether or not that was recorded yet)."""
+        since = (now or timezone.now()) - timedelta(seconds=settings.MCP_PENDING_CALL_TTL_SECONDS)
+        return self.filter(state="open", updated_at__gte=since, server__enabled=True, server__archived=False)
+
+
 class PendingCall(models.Model):
     """A tools/call the server answered with input_required before any task existed (MRTR)."""
 
@@ -570,6 +578,8 @@ class PendingCall(models.Model):
         SENDING = "sending", _("retrying")
         DONE = "done", _("done")
         FAILED = "failed", _("failed")
+        EXPIRED = "expired", _("expired")
+        DISMISSED = "dismissed", _("dismissed")
 
     server = models.ForeignKey(McpServer, on_delete=models.PROTECT, related_name="pending_calls")
     tool_name = models.CharField(max_length=200)
@@ -587,11 +597,18 @@ class PendingCall(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = PendingCallQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"pending {self.tool_name} on {self.server_id}"
+
+    @property
+    def expires_at(self) -> datetime:
+        """When its questions expire unanswered (MCP_PENDING_CALL_TTL_SECONDS after the last round)."""
+        return self.updated_at + timedelta(seconds=settings.MCP_PENDING_CALL_TTL_SECONDS)
 
     @property
     def request_state(self) -> str | None:

@@ -32,6 +32,7 @@ urlpatterns = [
     path("inputs/<int:pk>/answer/", inbox.answer, name="answer"),
     path("calls/<int:pk>/", inbox.pending_detail, name="pending"),
     path("calls/<int:pk>/answer/", inbox.pending_answer, name="pending-answer"),
+    path("calls/<int:pk>/dismiss/", inbox.pending_dismiss, name="pending-dismiss"),
     path("servers/", servers.server_list, name="servers"),
     path("servers/add/", servers.server_add, name="server-add"),
     path("servers/<int:pk>/edit/", servers.server_edit, name="server-edit"),

@@ -252,3 +252,56 @@ async def test_a_question_pushed_into_a_filtered_inbox_is_added_only_if_it_match
     # The other task's question was never inserted (at most an update for a row this page does not have).
     assert f'<div id="inbox-task-{other.pk}" hx-swap-oob="delete">' not in frames
     assert frames.count("beforeend:#inbox-items") == 1
+
+
+def test_a_question_before_a_task_expires_unanswered_and_says_so(
+    demo_registered: McpServer, demo_server: RunningPeer, settings: Any
+) -> None:
+    from datetime import timedelta
+
+    settings.MCP_PENDING_CALL_TTL_SECONDS = 600
+    started = services.call_start(server=demo_registered, tool="mrtr_then_task", arguments={}, user=None)
+    call = started.pending
+    assert call is not None
+    client = operator_client()
+    inbox = client.get("/inbox/").content.decode()
+    assert f'id="inbox-call-{call.pk}"' in inbox and ">1</a>" in badge(inbox)
+
+    # Eleven minutes later nobody has answered: it leaves the inbox and its count at once.
+    PendingCall.objects.filter(pk=call.pk).update(updated_at=timezone.now() - timedelta(minutes=11))
+    inbox = client.get("/inbox/").content.decode()
+    assert f'id="inbox-call-{call.pk}"' not in inbox and "hidden" in badge(inbox)
+    calls_before = demo_server.method_counts().get("tools/call", 0)
+    refused = client.post(reverse("tasks:pending-answer", args=[call.pk]), {}, follow=True).content.decode()
+    assert "the question expired" in refused and "nothing was sent" in refused
+    assert "Start the call again" in refused and 'class="answer-form"' not in refused
+    assert PendingCall.objects.get(pk=call.pk).state == "expired"
+    assert demo_server.method_counts().get("tools/call", 0) == calls_before
+    with pytest.raises(services.NotAllowed, match="expired"):
+        services.pending_call_answer(pending=call, responses={}, user=None)
+
+
+def test_a_question_before_a_task_can_be_dismissed_whatever_its_kind(
+    demo_registered: McpServer, demo_server: RunningPeer
+) -> None:
+    tool = "test_input_required_result_sampling"  # a sampling request: no Dismiss of its own
+    started = services.call_start(server=demo_registered, tool=tool, arguments={}, user=None)
+    call = started.pending
+    assert call is not None
+    assert [r["method"] for r in call.input_requests.values()] == ["sampling/createMessage"]
+    client = operator_client()
+    inbox = client.get("/inbox/").content.decode()
+    assert reverse("tasks:pending-dismiss", args=[call.pk]) in inbox
+    calls_before = demo_server.method_counts().get("tools/call", 0)
+
+    done = client.post(reverse("tasks:pending-dismiss", args=[call.pk]), {"next": "/inbox/"}, follow=True)
+    page = done.content.decode()
+    assert f"Dismissed: {tool} will not start." in page
+    assert f'id="inbox-call-{call.pk}"' not in page and "hidden" in badge(page)
+    assert PendingCall.objects.get(pk=call.pk).state == "dismissed"
+    assert demo_server.method_counts().get("tools/call", 0) == calls_before  # nothing was sent
+    again = client.post(reverse("tasks:pending-dismiss", args=[call.pk]), follow=True).content.decode()
+    assert "This question was dismissed; nothing was sent." in again
+    from tasksapp.models import OperatorAction
+
+    assert OperatorAction.objects.filter(pending_call=call, action="answer_cancel").count() == 1

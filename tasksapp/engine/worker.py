@@ -250,6 +250,7 @@ class Worker:
                     await self.beat()
                     await self.flush_confirmed()
                     await db(services.input_resend_stuck)(older_than_seconds=60)
+                    await db(services.pending_calls_expire)()
                     await db(services.input_prune_gone)(
                         older_than_seconds=settings.MCP_INPUT_GONE_KEEP_SECONDS
                     )

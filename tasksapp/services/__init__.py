@@ -1,6 +1,12 @@
 """The only code that writes models. Views, the worker, the admin and the commands all call these."""
 
-from tasksapp.services.calls import CallStarted, call_start, pending_call_answer
+from tasksapp.services.calls import (
+    CallStarted,
+    call_start,
+    pending_call_answer,
+    pending_call_dismiss,
+    pending_calls_expire,
+)
 from tasksapp.services.common import (
     CallFailed,
     NotAllowed,
@@ -51,6 +57,8 @@ __all__ = [
     "input_resend_stuck",
     "oauth_mark_needed",
     "pending_call_answer",
+    "pending_call_dismiss",
+    "pending_calls_expire",
     "same_origin",
     "server_archive",
     "server_create",

@@ -3,9 +3,12 @@
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from tasksapp import crypto
@@ -79,9 +82,11 @@ def call_start(*, server: McpServer, tool: str, arguments: dict[str, Any], user:
 def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user: Any) -> CallStarted:
     """Retry the original call with inputResponses and the echoed requestState, once."""
     refuse_archived(pending.server)
+    pending_calls_expire()
     claimed = PendingCall.objects.filter(pk=pending.pk, state="open").update(state="sending")
     if not claimed:
-        raise NotAllowed(_("This call was already answered; nothing was sent."))
+        state = PendingCall.objects.filter(pk=pending.pk).values_list("state", flat=True).first()
+        raise NotAllowed(_refusal(state))
     pending.refresh_from_db()
     request_state = pending.request_state
     schema = pending.server.stored_input_schema(pending.tool_name)
@@ -107,6 +112,38 @@ def pending_call_answer(*, pending: PendingCall, responses: dict[str, Any], user
             _("The answer was not accepted: %(error)s") % {"error": describe(exc)}, cause=exc
         ) from exc
     return _record(pending.server, pending.tool_name, pending.arguments, outcome, user, pending=pending)
+
+
+def pending_call_dismiss(*, pending: PendingCall, user: Any) -> None:
+    """Close a call's questions unanswered. Nothing is sent: the server keeps no state between MRTR
+    rounds, so the call simply never goes on. Audited."""
+    with transaction.atomic():
+        closed = PendingCall.objects.filter(pk=pending.pk, state="open").update(state="dismissed")
+        if not closed:
+            state = PendingCall.objects.filter(pk=pending.pk).values_list("state", flat=True).first()
+            raise NotAllowed(_refusal(state))
+        audit(
+            user,
+            "answer_cancel",
+            server=pending.server,
+            pending=pending,
+            detail={"tool": pending.tool_name, "outcome": "dismissed"},
+        )
+
+
+def pending_calls_expire(*, now: datetime | None = None) -> int:
+    """Mark open calls nobody answered within MCP_PENDING_CALL_TTL_SECONDS expired (the inbox and its
+    count leave them out from that moment either way); returns how many."""
+    since = (now or timezone.now()) - timedelta(seconds=settings.MCP_PENDING_CALL_TTL_SECONDS)
+    return PendingCall.objects.filter(state="open", updated_at__lt=since).update(state="expired")
+
+
+def _refusal(state: str | None) -> str:
+    if state == "expired":
+        return _("Nobody answered in time, so this question expired; nothing was sent. Start the call again.")
+    if state == "dismissed":
+        return _("This question was dismissed; nothing was sent. Start the call again to answer it.")
+    return _("This call was already answered; nothing was sent.")
 
 
 def _record(

@@ -15,6 +15,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -85,7 +86,7 @@ def open_calls(filters: dict[str, str]) -> list[PendingCall]:
     """Calls waiting for input before a task exists (MRTR), oldest first, matching the filters."""
     if filters.get("kind") not in ("", None, "mrtr"):
         return []
-    calls = PendingCall.objects.filter(state="open", server__enabled=True, server__archived=False)
+    calls = PendingCall.objects.waiting()
     if filters.get("server"):
         calls = calls.filter(server_id=int(filters["server"]))
     if filters.get("tool"):
@@ -104,10 +105,7 @@ def open_calls(filters: dict[str, str]) -> list[PendingCall]:
 
 def open_count() -> int:
     """What the navigation badge shows: open questions in tasks, and calls waiting to start."""
-    return (
-        int(_open().count())
-        + PendingCall.objects.filter(state="open", server__enabled=True, server__archived=False).count()
-    )
+    return int(_open().count()) + PendingCall.objects.waiting().count()
 
 
 def _open() -> Any:
@@ -271,6 +269,7 @@ def build_response(row: InputRequest, post: Any) -> tuple[dict[str, Any] | None,
 
 @require(VIEW)
 def pending_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    services.pending_calls_expire()
     pending = get_object_or_404(PendingCall.objects.select_related("server"), pk=pk)
     if pending.task_id:
         return redirect("tasks:detail", pk=pending.task_id)
@@ -284,9 +283,10 @@ def pending_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require(START)
 def pending_answer(request: HttpRequest, pk: int) -> HttpResponse:
+    services.pending_calls_expire()
     pending = get_object_or_404(PendingCall.objects.select_related("server"), pk=pk)
-    if request.method != "POST":
-        return redirect("tasks:pending", pk=pk)
+    if request.method != "POST" or pending.state in ("expired", "dismissed"):
+        return redirect("tasks:pending", pk=pk)  # which says why nothing can be sent any more
     views = _pending_views(pending, request.POST)
     responses = {}
     for key, view in views:
@@ -317,6 +317,20 @@ def pending_answer(request: HttpRequest, pk: int) -> HttpResponse:
         messages.info(request, _("The server needs more input before it can start."))
         return redirect("tasks:pending", pk=started.pending.pk)
     return redirect("tasks:pending", pk=pk)  # a result: shown there, and a reload sends nothing again
+
+
+@require(START)
+def pending_dismiss(request: HttpRequest, pk: int) -> HttpResponse:
+    """Close a call's questions unanswered (POST); back to where the button was."""
+    pending = get_object_or_404(PendingCall.objects.select_related("server"), pk=pk)
+    if request.method == "POST":
+        try:
+            services.pending_call_dismiss(pending=pending, user=request.user)
+        except services.ServiceError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, _("Dismissed: %(tool)s will not start.") % {"tool": pending.tool_name})
+    return redirect(safe_next(request, reverse("tasks:pending", args=[pk])))
 
 
 def _pending_views(pending: PendingCall, data: Any = None) -> list[tuple[str, InputView]]:
