@@ -364,9 +364,7 @@ def test_the_worker_waits_as_long_as_retry_after_asks(transactional_db: None) ->
             )
         answer = {
             "resultType": "complete",
-            **hostile.task(
-                status="completed", result={"content": []}, createdAt=timezone.now().isoformat()
-            ),
+            **hostile.task(status="completed", result={"content": []}, createdAt=timezone.now().isoformat()),
         }
         return hostile.json_reply(hostile.response(message, answer))
 
@@ -376,8 +374,10 @@ def test_the_worker_waits_as_long_as_retry_after_asks(transactional_db: None) ->
         # Stop on what the product recorded (the task completed, the server healthy again), not on
         # what the server saw: the second poll arrives before the worker writes its recovery.
         run_worker_until(
-            lambda: RemoteTask.objects.get(pk=task.pk).status == "completed"
-            and McpServer.objects.get(pk=task.server_id).consecutive_failures == 0,
+            lambda: (
+                RemoteTask.objects.get(pk=task.pk).status == "completed"
+                and McpServer.objects.get(pk=task.server_id).consecutive_failures == 0
+            ),
             timeout=15,
             listen=False,
         )
