@@ -90,7 +90,7 @@ class Demo:
 
     def start(self, timeout: float = 90.0) -> None:
         argv = [PYTHON, "manage.py", "demo", "--host", "127.0.0.1", "--port", str(self.port)]
-        argv += ["--mcp-port", str(self.mcp_port), "--password", self.password]
+        argv += ["--mcp-port", str(self.mcp_port), f"--password={self.password}"]  # it may start with "-"
         argv += ["--mail-port", str(free_port()), "--sink-port", str(free_port())]
         self.proc = subprocess.Popen(
             argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -188,8 +188,11 @@ def login(page: Any, demo: Demo) -> None:
 
 
 def wait_live(page: Any, timeout_ms: int = 10000) -> None:
-    """The websocket is up (app.js sets body[data-live=up] on htmx:wsOpen)."""
-    page.wait_for_function("document.body.dataset.live === 'up'", timeout=timeout_ms)
+    """The websocket is up (app.js sets body[data-live=up] on htmx:wsOpen). Waited with `expect`:
+    wait_for_function's polling evaluates a string in the page, which the CSP forbids."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("body")).to_have_attribute("data-live", "up", timeout=timeout_ms)
 
 
 def run_from_form(page: Any, demo: Demo, server_pk: int, tool: str, fields: dict[str, str]) -> int:

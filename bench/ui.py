@@ -173,7 +173,7 @@ def list_main(args: argparse.Namespace) -> None:
                 cursor.execute("ANALYZE")  # fresh statistics, as a long-lived database would have
             gc.collect()  # the setup's garbage must not be collected inside the timed requests
             gc.freeze()
-            results[size] = measure(client, args.requests)
+            results[size] = measure(client, args.requests, args.warmup, args.sql_runs)
             print_stage(size, timings, results[size])
         print_summary(sizes, results, args.requests, engine)
         if args.explain:
@@ -351,15 +351,16 @@ class QueryTimer:
             self.calls.append(((time.perf_counter() - t0) * 1000, sql))
 
 
-def measure(client: Any, requests: int) -> dict[str, dict[str, Any]]:
-    """Round-robin over the URLs (so a noisy neighbour spreads over all of them): wall and CPU time."""
+def measure(client: Any, requests: int, warmup: int = 2, timed_sql: int = 5) -> dict[str, dict[str, Any]]:
+    """Round-robin over the URLs (so a noisy neighbour spreads over all of them): wall and CPU time;
+    then `timed_sql` more requests per URL with every query timed."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     wall: dict[str, list[float]] = {label: [] for label, _ in URLS}
     cpu: dict[str, list[float]] = {label: [] for label, _ in URLS}
     for _label, url in URLS:
-        for _ in range(2):
+        for _ in range(warmup):
             response = client.get(url)
             assert response.status_code == 200, (url, response.status_code)
     for _ in range(requests):
@@ -372,7 +373,7 @@ def measure(client: Any, requests: int) -> dict[str, dict[str, Any]]:
     out = {}
     for label, url in URLS:
         sql_runs = []
-        for _ in range(5):
+        for _ in range(max(1, timed_sql)):
             timer = QueryTimer()
             with CaptureQueriesContext(connection) as captured, connection.execute_wrapper(timer):
                 response = client.get(url)
@@ -807,6 +808,8 @@ OBSERVER_JS = """
 def live_main(args: argparse.Namespace) -> None:
     import html
 
+    from playwright.sync_api import expect
+
     # The sibling script, through the sys.path set above; mypy checks it as bench.screenshots.
     from screenshots import Demo, browser, login, run_from_form, wait_live  # type: ignore[import-not-found]
 
@@ -850,12 +853,9 @@ def live_main(args: argparse.Namespace) -> None:
                     page, demo, server.pk, "slow_count", {"n": str(args.n), "delay": str(args.delay)}
                 )
                 wait_live(page)
-                page.wait_for_function(
-                    "(s) => { const el = document.querySelector('#task-card .status-message');"
-                    " return el && el.textContent.trim() === s; }",
-                    arg=f"counted {args.n}/{args.n}",
-                    timeout=int((args.n * args.delay + 30) * 1000),
-                )
+                expect(page.locator("#task-card .status-message")).to_have_text(
+                    f"counted {args.n}/{args.n}", timeout=int((args.n * args.delay + 30) * 1000)
+                )  # not wait_for_function: its polling evaluates a string, which the CSP forbids
                 page.wait_for_timeout(300)  # the last frame callbacks
                 data = page.evaluate("window.__lat")
                 close_old_connections()
@@ -904,7 +904,7 @@ def live_main(args: argparse.Namespace) -> None:
                     f"not seen: {unseen[:6]}{'…' if len(unseen) > 6 else ''}"
                 )
             context.close()
-            render_ms = consumer_render_cost(pk)
+            render_ms = consumer_render_cost(pk, args.render_repeat)
     finally:
         clean = demo.stop()
         print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'}")
@@ -1035,6 +1035,8 @@ def main() -> None:
     lp = sub.add_parser("list", help="the task list over many rows")
     lp.add_argument("--sizes", default="1000,10000,100000")
     lp.add_argument("--requests", type=int, default=20)
+    lp.add_argument("--warmup", type=int, default=2, help="untimed requests per URL first")
+    lp.add_argument("--sql-runs", type=int, default=5, help="requests per URL with every query timed")
     lp.add_argument("--database-url", help="a throw-away PostgreSQL database ('bench' in its name)")
     lp.add_argument("--explain", action="store_true", help="print the plan of each request's slowest query")
     lp.add_argument("--profile", metavar="URL", help="cProfile 10 GETs of URL at the last size")
@@ -1045,6 +1047,7 @@ def main() -> None:
     lv.add_argument("--background-tasks", type=int, default=0, help="pre-fill the demo's database")
     lv.add_argument("--overview-tabs", type=int, default=0, help="overview pages kept open meanwhile")
     lv.add_argument("--list-tabs", type=int, default=0, help="task-list pages kept open meanwhile")
+    lv.add_argument("--render-repeat", type=int, default=20, help="timed consumer renders of each kind")
     ld = sub.add_parser(
         "loaded", help="/, /inbox/, /tasks/ alone and under concurrent users, before and today"
     )

@@ -1,18 +1,29 @@
 """The overview and inbox views as they were before issue 13 (main at c8f96f9), for bench/ui.py's
 `loaded` runs: measured in the same process and run as today's views, through the same middleware
-and templates, mounted at /bench-baseline/… ."""
+and templates, mounted at /bench-baseline/… .
 
-from datetime import timedelta
+What is "before" is the work those views did: the overview aggregated every task for its tiles,
+bucketed every recent task per hour for its chart and sorted every active task for the longest
+running; the inbox loaded 500 open requests with their tasks and servers and rendered every one.
+Today's templates need more context than those views gave (the chart's range labels, the answer
+times, the inbox's pager and filters): that is filled in here with what costs nothing (constants,
+one page holding every item), so that the baseline renders today's markup with yesterday's work.
+"""
+
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.db.models.functions import TruncHour
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.utils import timezone
 
-from tasksapp.models import TERMINAL, InputRequest, McpServer, RemoteTask, WorkerHeartbeat
+from tasksapp.models import TERMINAL, InputRequest, McpServer, RemoteTask
 from tasksapp.permissions import VIEW, require
+from tasksapp.views import inbox as inbox_view
+from tasksapp.views import overview as overview_view
 from tasksapp.views.common import page
 from tasksapp.views.present import InputView, input_view
 
@@ -45,32 +56,39 @@ def overview_context() -> dict[str, Any]:
     return {
         "tiles": [{"key": key, "label": label, "count": counts[key]} for key, label, _ in TILES],
         "servers": list(McpServer.objects.defer("tools", "capabilities", "instructions")),
-        "workers": list(WorkerHeartbeat.objects.filter(last_beat_at__gte=now - timedelta(days=1))[:20]),
+        "workers": overview_view.workers_shown(now),
         "long_running": list(RemoteTask.objects.for_list().active().order_by("created_at")[:10]),
         "chart": hourly_chart(now),
+        "answer_times": [],  # not on the page before issue 13
+        "answer_sample": overview_view.ANSWER_SAMPLE,
         "now": now,
     }
 
 
-def hourly_chart(now: Any) -> dict[str, Any]:
+def hourly_chart(now: datetime) -> dict[str, Any]:
+    """Counted from the task rows, as before; shaped as today's template draws it."""
     start = (now - timedelta(hours=23)).replace(minute=0, second=0, microsecond=0)
     started = _per_hour(RemoteTask.objects.filter(created_at__gte=start), "created_at")
     finished = _per_hour(RemoteTask.objects.filter(finished_at__gte=start), "finished_at")
     peak = max([1, *started.values(), *finished.values()])
+    height, slot = overview_view.CHART_HEIGHT, overview_view.CHART_SLOT
     bars = []
     for i in range(24):
         hour = start + timedelta(hours=i)
         s, f = started.get(hour, 0), finished.get(hour, 0)
         bars.append(
             {
-                "x": 30 + i * 27,
+                "x": i * slot + 4,
                 "label": hour.strftime("%H"),
+                "tick": hour.hour % 3 == 0,
+                "major": hour.hour % 6 == 0,
+                "range": f"{hour:%H:%M}-{hour + timedelta(hours=1):%H:%M}",
                 "started": s,
                 "finished": f,
-                "h_started": round(100 * s / peak),
-                "h_finished": round(100 * f / peak),
-                "y_started": 110 - round(100 * s / peak),
-                "y_finished": 110 - round(100 * f / peak),
+                "h_started": round(height * s / peak),
+                "h_finished": round(height * f / peak),
+                "y_started": height - round(height * s / peak),
+                "y_finished": height - round(height * f / peak),
             }
         )
     return {
@@ -78,6 +96,9 @@ def hourly_chart(now: Any) -> dict[str, Any]:
         "peak": peak,
         "total_started": sum(started.values()),
         "total_finished": sum(finished.values()),
+        "zone": "UTC",
+        "width": slot * 24,
+        "half": height // 2,
     }
 
 
@@ -108,7 +129,21 @@ def inbox(request: HttpRequest) -> HttpResponse:
         groups.setdefault(row.task_id, []).append(input_view(row))
         tasks[row.task_id] = row.task
     items = [{"task": tasks[task_id], "inputs": views} for task_id, views in groups.items()]
-    return page(request, "tasksapp/inbox.html", {"items": items}, nav="inbox", live={"page": "inbox"})
+    context = {
+        "items": items,
+        "calls": [],
+        "page_obj": Paginator(items, max(1, len(items))).get_page(1),  # every item on one page, as before
+        "filters": {"server": "", "tool": "", "kind": ""},
+        "filtered": False,
+        "ignored": [],
+        "kinds": inbox_view.KINDS,
+        "servers": [],
+        "query": "",
+        "inbox_next": request.get_full_path(),
+        "now": timezone.now().timestamp(),
+        "picked_all": False,
+    }
+    return page(request, "tasksapp/inbox.html", context, nav="inbox", live={"page": "inbox"})
 
 
 def mount() -> None:

@@ -1,0 +1,126 @@
+"""Server processes for the benchmarks that measure them from outside (bench/export.py,
+bench/flower.py, bench/fanout_cost.py): start one on a free port and wait until it answers, read
+its CPU and memory from /proc, log in through the dashboard's login form, drop it afterwards."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+POSTGRES = "postgres://postgres@127.0.0.1:5432"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def load() -> str:
+    """The machine's load average (1, 5, 15 minutes), to print beside the figures."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    """The process's resident memory now (VmRSS), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_env(**extra: str) -> dict[str, str]:
+    """This environment without what would point a child at another stack, plus `extra`."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("REDIS_URL", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE", "DEBUG")
+    }
+    env.update(PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", **extra)
+    return env
+
+
+@contextmanager
+def server(
+    argv: list[str], env: dict[str, str], up_url: str, log: Path, timeout: float = 120
+) -> Iterator[int]:
+    """Run `argv` until the block ends; yields its pid once `up_url` answers (any status under 500)."""
+    with open(log, "ab") as out:
+        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{argv[:4]} exited {process.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                if httpx.get(up_url, timeout=5).status_code < 500:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{up_url} did not answer within {timeout:g} s:\n{log.read_text()[-3000:]}"
+                )
+            time.sleep(0.2)
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def daphne(application: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), application]
+
+
+def login(base: str, username: str, password: str) -> httpx.Client:
+    """A client holding a session of `username`, logged in through the login form as a person is."""
+    client = httpx.Client(base_url=base, timeout=60)
+    form = client.get("/login/").text
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert token, "no CSRF token on the login page"
+    answer = client.post(
+        "/login/",
+        data={"username": username, "password": password, "csrfmiddlewaretoken": token.group(1)},
+        headers={"Referer": f"{base}/login/"},
+    )
+    assert answer.status_code == 302, f"login as {username} failed: {answer.status_code}"
+    return client
+
+
+@contextmanager
+def postgres_database(prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database for the block; dropped afterwards."""
+    import psycopg
+
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{POSTGRES}/{name}"
+    finally:
+        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,40 @@
+"""Smoke runs of the PostgreSQL page benchmarks at a tiny size: bench/pages.py (each page beside its
+own SQL replayed alone) and bench/export.py (the CSV export under Daphne beside a bare cursor).
+Each finishes and prints its figures; none is timed."""
+
+import secrets
+
+import pytest
+
+from tests.bench.script import NUMBER, figures, run
+
+pytestmark = [pytest.mark.bench, pytest.mark.postgres]
+
+
+def database() -> str:
+    return f"postgres://postgres@127.0.0.1:5432/bench_smoke_{secrets.token_hex(4)}"
+
+
+def test_pages_prints_each_page_beside_its_sql() -> None:
+    output = run(
+        "pages.py", "--tasks", "300", "--events", "60", "--open-requests", "5", "--rounds", "1",
+        "--extra-servers", "2", "--database-url", database(),
+    )  # fmt: skip
+    rows = figures(
+        output, rf"^\| ([^|]+) \| {NUMBER} \| {NUMBER} \| \*\*{NUMBER}x\*\* \| .* \| (\d+) \| \d+ \|$"
+    )
+    labels = [label for label, _ in rows]
+    assert labels[:2] == ["overview /", "task list /tasks/"] and labels[2].startswith("task page, 6")
+    assert len(rows) == 7 and all(int(queries) > 0 for _, queries in rows)
+    figures(output, r"^- servers /servers/: \d+ queries at 1 server\(s\), \d+ at 3: ")
+
+
+def test_export_prints_first_byte_total_and_memory_beside_the_bare_cursor() -> None:
+    output = run("export.py", "--tasks", "200", "--rounds", "1")
+    rows = figures(
+        output,
+        rf"^\| (product, operator|product, viewer|bare) \| {NUMBER} \| {NUMBER} \| {NUMBER} \| (\S+) \|",
+    )
+    assert [mode for mode, _ in rows] == ["product, operator", "product, viewer", "bare"]
+    assert {lines for _, lines in rows} == {"201"}  # the header and every task, in each run
+    figures(output, rf"^\| bare \| {NUMBER} \| {NUMBER} \| \*\*1.00x\*\* \|")
