@@ -22,6 +22,7 @@ from tasksapp.gateway.errors import GatewayError, internal, invalid_request, met
 from tasksapp.gateway.forward import forward
 from tasksapp.gateway.hosts import check_host_and_origin
 from tasksapp.gateway.http import (
+    BadContentLength,
     BodyTooLarge,
     Headers,
     Receive,
@@ -94,6 +95,8 @@ class GatewayApp:
         except BodyTooLarge:
             limit = settings.MCP_GATEWAY_MAX_BODY_BYTES
             raise GatewayError(413, -32600, f"Request body too large: at most {limit} bytes") from None
+        except BadContentLength:
+            raise invalid_request("Invalid Content-Length: send the body's length in ASCII digits") from None
         message = parse_message(body)
         if "id" not in message:
             check_notification(headers)

@@ -24,6 +24,10 @@ class BodyTooLarge(Exception):
     """The request body is larger than the gateway accepts."""
 
 
+class BadContentLength(Exception):
+    """The request's Content-Length is not a length: not ASCII digits, or sent twice differently."""
+
+
 class Headers:
     """Request headers with every occurrence kept (a routing header sent twice is an error)."""
 
@@ -50,9 +54,10 @@ def dump(payload: Any) -> bytes:
 
 
 async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
-    """The whole request body; BodyTooLarge as soon as it (or its declared length) passes limit."""
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    """The whole request body; BodyTooLarge as soon as it (or its declared length) passes limit,
+    BadContentLength for a declared length that is not one."""
+    declared = declared_length(headers)
+    if declared is not None and declared > limit:
         raise BodyTooLarge
     chunks: list[bytes] = []
     size = 0
@@ -68,6 +73,18 @@ async def read_body(receive: Receive, headers: Headers, limit: int) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
+
+
+def declared_length(headers: Headers) -> int | None:
+    """The Content-Length the client sent (None if none). ASCII digits only: `str.isdigit()` takes
+    "²", which int() refuses, and "١٢", which it reads (RFC 9110 §8.6: 1*DIGIT)."""
+    values = set(headers.get_all("content-length"))
+    if not values:
+        return None
+    value = values.pop()
+    if values or not (value.isascii() and value.isdigit()):
+        raise BadContentLength
+    return int(value)
 
 
 async def wait_for_disconnect(receive: Receive) -> None:

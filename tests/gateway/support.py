@@ -2,6 +2,7 @@
 raw JSON-RPC requests with the envelope a 2026-07-28 client sends."""
 
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -123,3 +124,24 @@ def error(response: httpx.Response) -> dict[str, Any]:
     assert "error" in message, message
     value: dict[str, Any] = message["error"]
     return value
+
+
+def asgi_post(app: Any, headers: list[tuple[bytes, bytes]], body: bytes, path: str) -> tuple[int, Any]:
+    """One POST handed to an ASGI application as a server would hand it (for header bytes that
+    Daphne's own parser refuses before any application sees them, and other servers may not)."""
+    from asgiref.sync import async_to_sync
+
+    scope = {"type": "http", "method": "POST", "path": path, "scheme": "http", "headers": headers}
+    sent: list[dict[str, Any]] = []
+    chunks = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return chunks.pop(0) if chunks else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async_to_sync(app)(scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(payload) if payload else None

@@ -1,12 +1,14 @@
 """Who may call the gateway, for which server, from where, how often and how much: the answers an
 agent (or an attacker) gets, as HTTP status and JSON-RPC error body."""
 
+import socket
+
 import httpx
 import pytest
 
 from tasksapp.models import Agent, McpServer
 from tasksapp.services.agents import agent_create, agent_revoke, token_digest
-from tests.gateway.support import error, post, result
+from tests.gateway.support import asgi_post, error, post, result
 from tests.peers.launch import RunningPeer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -104,3 +106,34 @@ def test_requests_that_break_the_envelope_rules_get_the_errors_a_server_sends(
     assert (no_caps.status_code, error(no_caps)["code"]) == (400, -32021)
     assert httpx.get(demo_url, headers={"Authorization": f"Bearer {token}"}).status_code == 405
     assert result(post(demo_url, token, "tools/list"))["tools"]
+
+
+@pytest.mark.parametrize("length", [b"\xb2", b"\xb9\xb2", b"12abc", b"-1", b""])
+def test_a_content_length_that_is_not_ascii_digits_is_a_400_with_a_json_rpc_error(
+    demo_registered: McpServer, token: str, length: bytes
+) -> None:
+    from tasksapp.gateway.app import GatewayApp
+
+    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"authorization", f"Bearer {token}".encode()),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"content-type", b"application/json"),
+        (b"content-length", length),
+    ]
+    status, answer = asgi_post(GatewayApp(), headers, body, f"/gateway/{demo_registered.pk}/mcp")
+    assert status == 400, answer
+    assert answer["error"]["code"] == -32600 and "Content-Length" in answer["error"]["message"]
+
+
+def test_daphne_itself_refuses_a_content_length_that_is_not_digits(demo_url: str, token: str) -> None:
+    url = httpx.URL(demo_url)
+    request = (
+        f"POST {url.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+    ).encode() + b"Content-Length: \xb2\r\n\r\n{}"
+    with socket.create_connection((url.host, url.port), timeout=10) as raw:
+        raw.sendall(request)
+        status_line = raw.recv(200).split(b"\r\n")[0]
+    assert status_line.split()[1] == b"400", status_line
