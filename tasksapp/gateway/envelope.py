@@ -20,7 +20,13 @@ from tasksapp.gateway.errors import (
     unsupported_version,
 )
 from tasksapp.gateway.http import Headers
-from tasksapp.mcpclient.wire import META_CAPABILITIES, META_VERSION, PROTOCOL_VERSION, TASKS_EXTENSION
+from tasksapp.mcpclient.wire import (
+    META_CAPABILITIES,
+    META_VERSION,
+    PROTOCOL_VERSION,
+    TASKS_EXTENSION,
+    InputKinds,
+)
 
 ROUTING_HEADERS = ("mcp-protocol-version", "mcp-method", "mcp-name")
 # Methods whose Mcp-Name names something in params (tasks/* are checked where they are served).
@@ -45,6 +51,11 @@ class Call:
     def declares_tasks(self) -> bool:
         extensions = self.capabilities.get("extensions")
         return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+    @property
+    def input_kinds(self) -> InputKinds:
+        """The kinds of input request this request says its client can answer."""
+        return InputKinds.declared(self.capabilities)
 
 
 def parse_message(body: bytes) -> JsonObject:

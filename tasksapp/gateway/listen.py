@@ -182,11 +182,12 @@ class ListenStream:
                 self.due[pk] = time.monotonic() + _seconds_until_stale(task)
 
     async def _send(self, pk: int, task: MirroredTask) -> None:
-        shape = json.dumps({k: v for k, v in task.detailed.items() if k != "lastUpdatedAt"}, sort_keys=True)
+        view = task.view(self.call.input_kinds)
+        shape = json.dumps({k: v for k, v in view.items() if k != "lastUpdatedAt"}, sort_keys=True)
         if self.sent.get(pk) == shape:
             return
         self.sent[pk] = shape
-        params = {**task.detailed, "_meta": {META_SUBSCRIPTION: self.call.id}}
+        params = {**view, "_meta": {META_SUBSCRIPTION: self.call.id}}
         await self.stream.message({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params})
         self.ping_at = time.monotonic() + settings.MCP_GATEWAY_KEEPALIVE_SECONDS
 

@@ -2,8 +2,10 @@
 notifications/tasks carries, with the server's policy for who answers applied.
 
 Under `people` the agent never sees the questions: a task waiting for input reads `working`, with
-a status message saying a person is answering in the dashboard. A question already answered (by
-anyone) is not offered again.
+a status message saying a person is answering in the dashboard. Under `either` the agent sees the
+questions of the kinds its request declared (a client is never sent a kind it did not declare,
+§2.1); the others wait for a person the same way. A question already answered (by anyone) is not
+offered again.
 """
 
 from dataclasses import dataclass
@@ -13,12 +15,14 @@ from typing import Any
 from django.conf import settings
 
 from tasksapp import crypto
+from tasksapp.mcpclient.wire import InputKinds
 from tasksapp.models import Agent, McpServer, RemoteTask
 
 PERSON_ANSWERS = "A person is answering this task's question in the dashboard."
 ANSWER_SENT = "The question was answered; waiting for the server to go on."
 _OWN_FIELDS = ("resultType", "taskId", "inputRequests", "result", "error")
 JsonObject = dict[str, Any]
+Question = tuple[str, str, Any]  # (key, method, params) of an open input request
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,8 @@ class MirroredTask:
     refresh_wanted_at: datetime | None
     cancel_requested: bool
     policy: str
-    detailed: JsonObject  # without resultType: a notification's params, or with it a tasks/get result
+    described: JsonObject  # the DetailedTask as the server last described it, questions left out
+    questions: tuple[Question, ...]
 
     @property
     def terminal(self) -> bool:
@@ -49,6 +54,25 @@ class MirroredTask:
         if self.refresh_wanted_at is not None or self.last_polled_at is None:
             return False
         return now - self.last_polled_at <= freshness(self.poll_interval_ms)
+
+    def shown(self, kinds: InputKinds) -> list[Question]:
+        """The open questions an agent that declared `kinds` is given (none under `people`)."""
+        if self.policy == "people":
+            return []
+        if self.policy == "agent":  # only the agent can answer: hidden, they would wait for no one
+            return list(self.questions)
+        return [q for q in self.questions if kinds.allows(q[1], q[2])]
+
+    def view(self, kinds: InputKinds) -> JsonObject:
+        """The DetailedTask (no resultType) this agent sees: a tasks/get result or a notification's params."""
+        if self.status != "input_required":
+            return dict(self.described)
+        shown = self.shown(kinds)
+        if shown:
+            asked = {key: {"method": method, "params": params} for key, method, params in shown}
+            return {**self.described, "inputRequests": asked}
+        waiting = PERSON_ANSWERS if self.questions else ANSWER_SENT
+        return {**self.described, "status": "working", "statusMessage": waiting}
 
 
 def freshness(poll_interval_ms: int | None) -> timedelta:
@@ -76,7 +100,10 @@ def reread(pk: int, server: McpServer, task_id: str) -> MirroredTask:
 
 
 def mirrored(task: RemoteTask, server: McpServer, task_id: str) -> MirroredTask:
-    policy = server.input_policy(task.tool_name)
+    questions: tuple[Question, ...] = ()
+    if task.status == "input_required":
+        rows = task.input_requests.filter(state="open").values_list("key_encrypted", "method", "params")
+        questions = tuple((crypto.decrypt(key), method, params) for key, method, params in rows)
     return MirroredTask(
         pk=task.pk,
         task_id=task_id,
@@ -87,13 +114,14 @@ def mirrored(task: RemoteTask, server: McpServer, task_id: str) -> MirroredTask:
         last_polled_at=task.last_polled_at,
         refresh_wanted_at=task.refresh_wanted_at,
         cancel_requested=task.cancel_requested_at is not None,
-        policy=policy,
-        detailed=detailed(task, task_id, policy),
+        policy=server.input_policy(task.tool_name),
+        described=described(task, task_id),
+        questions=questions,
     )
 
 
-def detailed(task: RemoteTask, task_id: str, policy: str) -> JsonObject:
-    """The task as the server last described it, as a DetailedTask (no resultType)."""
+def described(task: RemoteTask, task_id: str) -> JsonObject:
+    """The task as the server last described it, as a DetailedTask (no resultType, no inputRequests)."""
     out: JsonObject = {k: v for k, v in (task.raw or {}).items() if k not in _OWN_FIELDS}
     out.update(
         taskId=task_id,
@@ -108,23 +136,7 @@ def detailed(task: RemoteTask, task_id: str, policy: str) -> JsonObject:
         out["result"] = task.result if isinstance(task.result, dict) else {"content": []}
     elif task.status == "failed":
         out["error"] = task.error if isinstance(task.error, dict) else {"code": -32603, "message": "failed"}
-    elif task.status == "input_required":
-        _questions(out, task, policy)
     return out
-
-
-def _questions(out: JsonObject, task: RemoteTask, policy: str) -> None:
-    if policy == "people":
-        out.update(status="working", statusMessage=PERSON_ANSWERS)
-        return
-    asked = {
-        row.key: {"method": row.method, "params": row.params}
-        for row in task.input_requests.filter(state="open")
-    }
-    if asked:
-        out["inputRequests"] = asked
-    else:
-        out.update(status="working", statusMessage=ANSWER_SENT)
 
 
 def _optional(out: JsonObject, key: str, value: Any) -> None:

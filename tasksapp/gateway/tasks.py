@@ -54,19 +54,19 @@ class TaskMethods:
         if task is None or task.expired:
             raise unknown_task()
         if call.method == "tasks/get":
-            return await self._get(caller, task)
+            return await self._get(caller, task, call)
         if call.method == "tasks/update":
-            return await self._update(caller, task, call.params.get("inputResponses"))
+            return await self._update(caller, task, call)
         return await self._cancel(caller, task)
 
     # --- tasks/get ------------------------------------------------------------------------
 
-    async def _get(self, caller: Caller, task: MirroredTask) -> JsonObject:
+    async def _get(self, caller: Caller, task: MirroredTask, call: Call) -> JsonObject:
         if not task.fresh(timezone.now()):
             task = await self.refreshed(caller, task)
         if task.expired:
             raise unknown_task()
-        return {"resultType": "complete", **task.detailed}
+        return {"resultType": "complete", **task.view(call.input_kinds)}
 
     async def refreshed(self, caller: Caller, task: MirroredTask) -> MirroredTask:
         """The task as the mirror holds it after asking the server (once, however many ask at once)."""
@@ -103,14 +103,16 @@ class TaskMethods:
 
     # --- tasks/update and tasks/cancel ------------------------------------------------------
 
-    async def _update(self, caller: Caller, task: MirroredTask, responses: Any) -> JsonObject:
+    async def _update(self, caller: Caller, task: MirroredTask, call: Call) -> JsonObject:
+        responses = call.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise invalid_params("tasks/update needs params.inputResponses (an object)")
         if task.policy == "people" or task.terminal:
             return ACK  # people answer this tool's questions: the agent's answers are not outstanding
         row = await db_step(_row)(task.pk)
+        kinds = call.input_kinds if task.policy == "either" else None  # questions it was never shown: dropped
         claimed = await db_step(record.gateway_claim_answers)(
-            task=row, agent=caller.agent, responses=responses
+            task=row, agent=caller.agent, responses=responses, kinds=kinds
         )
         if not claimed:
             return ACK

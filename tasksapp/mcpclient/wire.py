@@ -43,6 +43,30 @@ class InputKinds:
     elicitation_url: bool = False
     sampling: bool = False
     roots: bool = False
+    sampling_tools: bool = False
+
+    @classmethod
+    def declared(cls, capabilities: Mapping[str, Any]) -> "InputKinds":
+        """The kinds a request's clientCapabilities declare (`elicitation: {}` alone is form mode)."""
+        elicitation, sampling = capabilities.get("elicitation"), capabilities.get("sampling")
+        modes = elicitation if isinstance(elicitation, dict) else None
+        explicit = modes is not None and ("form" in modes or "url" in modes)
+        return cls(
+            elicitation_form=modes is not None and (not explicit or "form" in modes),
+            elicitation_url=modes is not None and "url" in modes,
+            sampling=isinstance(sampling, dict),
+            roots=isinstance(capabilities.get("roots"), dict),
+            sampling_tools=isinstance(sampling, dict) and isinstance(sampling.get("tools"), dict),
+        )
+
+    def allows(self, method: str, params: Any) -> bool:
+        """Whether a client of these kinds may be sent this input request (§2.1: only declared kinds)."""
+        params = params if isinstance(params, dict) else {}
+        if method == "elicitation/create":
+            return self.elicitation_url if params.get("mode") == "url" else self.elicitation_form
+        if method == "sampling/createMessage":
+            return self.sampling and (self.sampling_tools or not params.get("tools"))
+        return self.roots if method == "roots/list" else False
 
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
@@ -54,7 +78,7 @@ class InputKinds:
         if elicitation:
             caps["elicitation"] = elicitation
         if self.sampling:
-            caps["sampling"] = {}
+            caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
         if self.roots:
             caps["roots"] = {}
         return caps

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from tasksapp import crypto, events
 from tasksapp.mcpclient import DetailedTask
+from tasksapp.mcpclient.wire import InputKinds
 from tasksapp.models import Agent, InputRequest, McpServer, RemoteTask
 from tasksapp.services.common import CallFailed, audit
 from tasksapp.services.inputs import ACTION_VERBS, AUDITED_ACTIONS
@@ -70,12 +71,19 @@ def gateway_expire(*, task_id: int) -> None:
     task_mark_expired(task=RemoteTask(pk=task_id), reason="the server no longer knows this task (-32602)")
 
 
-def gateway_claim_answers(*, task: RemoteTask, agent: Agent, responses: dict[str, Any]) -> dict[str, Any]:
+def gateway_claim_answers(
+    *, task: RemoteTask, agent: Agent, responses: dict[str, Any], kinds: InputKinds | None = None
+) -> dict[str, Any]:
     """Of an agent's answers, the ones it is first to give: their rows move open -> sending in one
     conditional UPDATE each, so a person answering the same key at the same moment sends nothing,
     or the agent's answer is dropped. Returns {key: response} to send; answers to unknown, answered
-    or replaced keys are left out (the spec's "ignore keys that are not outstanding")."""
-    rows = {row.key_hash: row for row in InputRequest.objects.filter(task=task, state="open")}
+    or replaced keys are left out (the spec's "ignore keys that are not outstanding"), and so are
+    answers to questions of kinds outside `kinds` (the agent was never shown them) when it is given."""
+    rows = {
+        row.key_hash: row
+        for row in InputRequest.objects.filter(task=task, state="open")
+        if kinds is None or kinds.allows(row.method, row.params)
+    }
     claimed: dict[str, Any] = {}
     now = timezone.now()
     for key, response in responses.items():

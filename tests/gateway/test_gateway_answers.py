@@ -8,11 +8,12 @@ import pytest
 
 from tasksapp import services
 from tasksapp.models import Agent, InputRequest, OperatorAction, RemoteTask
-from tests.gateway.support import post, result
+from tests.gateway.support import TASKS, post, result
 from tests.peers.launch import RunningPeer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 DECLINE = {"action": "decline"}
+FORMS = {**TASKS, "elicitation": {"form": {}}}  # an agent that can answer form elicitations
 
 
 def asking_task(url: str, token: str) -> dict[str, Any]:
@@ -20,7 +21,7 @@ def asking_task(url: str, token: str) -> dict[str, Any]:
     created = result(post(url, token, "tools/call", {"name": "ask_form", "arguments": {"delay": 0.05}}))
     deadline = time.monotonic() + 20
     while True:
-        got = result(post(url, token, "tasks/get", {"taskId": created["taskId"]}))
+        got = result(post(url, token, "tasks/get", {"taskId": created["taskId"]}, capabilities=FORMS))
         if got["status"] == "input_required":
             return got
         assert time.monotonic() < deadline, got
@@ -45,8 +46,12 @@ def test_an_agents_answer_is_sent_once_and_a_person_is_then_told_who_answered(
     (key,) = asked["inputRequests"]
     demo_server.clear()
     answer = {"taskId": asked["taskId"], "inputResponses": {key: DECLINE}}
-    assert result(post(demo_url, token, "tasks/update", answer)) == {"resultType": "complete"}
-    assert result(post(demo_url, token, "tasks/update", answer)) == {"resultType": "complete"}
+    assert result(post(demo_url, token, "tasks/update", answer, capabilities=FORMS)) == {
+        "resultType": "complete"
+    }
+    assert result(post(demo_url, token, "tasks/update", answer, capabilities=FORMS)) == {
+        "resultType": "complete"
+    }
     assert demo_server.method_counts().get("tasks/update") == 1
     row = InputRequest.objects.get()
     assert (row.state, row.answered_by_agent, row.response) == ("answered", agent, DECLINE)
@@ -66,7 +71,9 @@ def test_a_persons_answer_first_makes_the_agents_a_dropped_acknowledgement(
     services.task_answer(task=RemoteTask.objects.get(), key=key, response=DECLINE, user=None)
     demo_server.clear()
     answer = {"taskId": asked["taskId"], "inputResponses": {key: {"action": "accept", "content": {}}}}
-    assert result(post(demo_url, token, "tasks/update", answer)) == {"resultType": "complete"}
+    assert result(post(demo_url, token, "tasks/update", answer, capabilities=FORMS)) == {
+        "resultType": "complete"
+    }
     assert demo_server.method_counts().get("tasks/update", 0) == 0
     assert InputRequest.objects.get().response == DECLINE
     got = result(post(demo_url, token, "tasks/get", {"taskId": asked["taskId"]}))
@@ -87,3 +94,22 @@ def test_a_cancel_is_sent_once_and_recorded_under_the_agent(
     assert RemoteTask.objects.get().cancel_requested_at is not None
     assert OperatorAction.objects.filter(agent=agent, action="cancel", ok=True).count() == 1
     assert wait_status(demo_url, token, created["taskId"], "cancelled")["status"] == "cancelled"
+
+
+def test_an_agent_that_declared_no_form_elicitation_is_not_shown_the_question_nor_may_answer_it(
+    demo_url: str, token: str, demo_server: RunningPeer
+) -> None:
+    """Under `either` the upstream was told people can answer forms; the agent, which did not say it
+    can, sees the task working while a person answers, and its answer to the key is dropped."""
+    asked = asking_task(demo_url, token)
+    (key,) = asked["inputRequests"]
+    formless = post(demo_url, token, "tasks/get", {"taskId": asked["taskId"]}, capabilities=TASKS)
+    assert result(formless)["status"] == "working" and "inputRequests" not in result(formless)
+    assert "person" in result(formless)["statusMessage"]
+    demo_server.clear()
+    answer = {"taskId": asked["taskId"], "inputResponses": {key: DECLINE}}
+    assert result(post(demo_url, token, "tasks/update", answer, capabilities=TASKS)) == {
+        "resultType": "complete"
+    }
+    assert demo_server.method_counts().get("tasks/update", 0) == 0
+    assert InputRequest.objects.get().state == "open"  # still the people's to answer
