@@ -22,9 +22,12 @@ def _search_triggers(using: str, **kwargs: Any) -> None:
     """Put the search index's triggers back if a migration rebuilt tasksapp_remotetask (SQLite does that
     for many column changes, and dropping a table drops its triggers). Idempotent."""
     from django.db import connections
+    from django.db.migrations.recorder import MigrationRecorder
 
     from tasksapp.search import index
 
     connection = connections[using]
     if "tasksapp_remotetask" in connection.introspection.table_names():
-        index.install(connection, backfill=False)
+        # The index as the applied migrations define it (0020 added the agent).
+        agent = ("tasksapp", index.AGENT_MIGRATION) in MigrationRecorder(connection).applied_migrations()
+        index.install(connection, backfill=False, agent=agent)

@@ -7,7 +7,7 @@ from django.db import migrations, models
 def install_search(apps, schema_editor):
     from tasksapp.search import index
 
-    index.install(schema_editor.connection, backfill=True)
+    index.install(schema_editor.connection, backfill=True, agent=False)  # agents came in 0012 (see 0020)
 
 
 def uninstall_search(apps, schema_editor):
