@@ -51,7 +51,7 @@ def test_the_overview_counts_a_gateway_task_and_names_its_agent_among_the_longes
     client = Client()
     client.force_login(User.objects.create_superuser("root", password="pw"))
     page = client.get("/").content.decode()
-    assert '<b>2</b>' in page.split('data-tile="working"')[1].split("</a>")[0]  # the person's and the agent's
+    assert "<b>2</b>" in page.split('data-tile="working"')[1].split("</a>")[0]  # the person's and the agent's
     long_running = page.split('id="long-running"')[1]
     row = long_running.split(f"#{mine.pk} run_forever")[1].split("</tr>")[0]
     assert "by agent bot" in row
