@@ -95,7 +95,8 @@ class Demo:
         self.proc = subprocess.Popen(
             argv, cwd=ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -152,7 +153,7 @@ class Demo:
             self.proc.kill()
             self.proc.wait(timeout=10)
             return False
-        time.sleep(0.1)
+        self.reader.join(10)  # its last lines: the process has exited, its pipe ends
         return code == 0 and any("stopped cleanly" in line for line in self.output)
 
     def setup_django(self) -> None:
