@@ -24,7 +24,7 @@ from django.utils.html import escape
 
 from tasksapp import events, language, prefs
 from tasksapp.connections import database_sync_to_async
-from tasksapp.live import frames, hub, inbox_badge, numbering, pages
+from tasksapp.live import frames, hub, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
 from tasksapp.permissions import VIEW, can
 
@@ -71,7 +71,6 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.session_key = session_key_of(self.scope)
         self.pending: dict[pages.Item, float] = {}
         self.flushing: asyncio.Task[None] | None = None
-        self.numbering = numbering.Numbering()
         self.joined = time.monotonic()
         joined_at = datetime.now(UTC)
         self.groups = [
@@ -114,16 +113,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the browser: actions are CSRF-protected POSTs."""
 
-    # --- what the channel layer delivers -----------------------------------------------------
-
-    async def task_changed(self, event: dict[str, Any]) -> None:
-        self._task_changed(event)
-
-    async def server_changed(self, event: dict[str, Any]) -> None:
-        self._server_changed(event)
+    # --- what the hub and the channel layer deliver -------------------------------------------
 
     def deliver(self, message: dict[str, Any]) -> None:
-        """A message to a shared group, handed over by this process's hub (tasksapp/live/hub.py)."""
+        """A message to a shared group, handed over by this process's hub (tasksapp/live/hub.py),
+        which has checked its number already: every task and server change reaches a socket so."""
         kind = message.get("type")
         if kind == "task.changed":
             self._task_changed(message)
@@ -139,18 +133,16 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.closing = self._spawn(self.close(code=HUB_LOST))
 
     def _task_changed(self, event: dict[str, Any]) -> None:
-        if self._in_order(event):
-            if inbox_badge.is_badge_event(event):  # inbox: the nav badge on every page
-                self._queue(inbox_badge.BADGE)
-                if not isinstance(self.view, pages.InboxPage):
-                    return
-            item = ("task", int(event["id"]))
-            if self.view.wants(item):
-                self._queue(item)
+        if inbox_badge.is_badge_event(event):  # inbox: the nav badge on every page
+            self._queue(inbox_badge.BADGE)
+            if not isinstance(self.view, pages.InboxPage):
+                return
+        item = ("task", int(event["id"]))
+        if self.view.wants(item):
+            self._queue(item)
 
     def _server_changed(self, event: dict[str, Any]) -> None:
-        if self._in_order(event):
-            self._queue(("server", int(event["id"])))
+        self._queue(("server", int(event["id"])))
 
     async def notify_browser(self, event: dict[str, Any]) -> None:
         """A browser notification for this user (tasksapp/notify/send.py): static/tasksapp/notify.js
@@ -166,24 +158,6 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         await self.close(code=SIGNED_OUT)
-
-    def _in_order(self, event: dict[str, Any]) -> bool:
-        """False when messages to one of this socket's own groups were lost before this one: then
-        the page catches up (tasksapp/live/numbering.py says from when)."""
-        gap = self.numbering.gap(event, str(event.get("group", "")))
-        if gap is None:
-            return True
-        log.warning(
-            "live: %d message(s) to group %s were dropped before reaching a socket (publisher %s: "
-            "number %d after %d); catching up",
-            gap.lost,
-            event.get("group"),
-            gap.publisher,
-            gap.number,
-            gap.after,
-        )
-        self.resync_task = self._spawn(self._catch_up(gap.since))
-        return False
 
     # --- sending -------------------------------------------------------------------------------
 

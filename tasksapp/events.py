@@ -1,9 +1,9 @@
 """The only code that knows channel-layer group names. Publishes ids of what changed, after commit.
 
 Every message carries its publisher (`src`, one per process) and a number counting up per
-publisher and group (`seq`): a page's socket that sees a number skipped knows a message was
-dropped on the way (a full channel drops silently) and catches up instead of showing an old
-state (tasksapp/consumers.py).
+publisher and group (`seq`): a process's live hub that sees a number skipped knows a message was
+dropped on the way (a full channel drops silently) and has its pages catch up instead of showing
+an old state (tasksapp/live/hub.py).
 """
 
 import hashlib

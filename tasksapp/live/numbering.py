@@ -1,7 +1,7 @@
 """Noticing lost messages: tasksapp/events.py numbers every message per publisher and group; a
 receiver that sees a number skipped knows messages were lost on the way (a full channel drops
-silently) and must catch up. Used by each socket for its own groups and by each process's hub for
-the shared ones (tasksapp/live/hub.py)."""
+silently) and must catch up. Used by each process's hub for the shared groups, the only ones that
+carry task and server changes (tasksapp/live/hub.py)."""
 
 import time
 from dataclasses import dataclass
