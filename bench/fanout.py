@@ -956,10 +956,20 @@ def daphne_main(argv: list[str]) -> None:
         import django
 
         django.setup()
-        from tasksapp import consumers
-        from tasksapp.live import fanout
+        from functools import partial
 
-        fanout.BATCHING = False  # each row its own database step, as on main before the batches
+        from tasksapp import consumers
+        from tasksapp.live import fanout, shared
+
+        async def render_each(group: Any, items: Any, renderer: Any) -> dict[Any, Any]:
+            """Each row its own database step, as on main before the batches."""
+
+            def one(item: Any) -> Any:
+                return renderer([item]).get(item)
+
+            return {item: await shared.render((group, item), at, partial(one, item)) for item, at in items}
+
+        fanout.render_many = render_each
         consumers._until_tick = lambda period: period
     if baseline:
         import django

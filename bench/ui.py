@@ -693,14 +693,15 @@ def page_loaded(url: str, users: int, seconds: float) -> dict[str, Any]:
 
 def live_refresh_cost(viewers: int) -> dict[str, float]:
     """The overview's live refresh for `viewers` open overview tabs, one interval: before issue 13 each
-    tab's consumer rendered the partial itself; today overview_live_html renders it once and shares it."""
+    tab's consumer rendered the partial itself; today tasksapp/live/pages.py renders it once per
+    audience and shares it (OverviewPage._render, through tasksapp/live/shared.py)."""
     import ui_baseline
     from django.contrib.auth.models import User
-    from django.core.cache import cache
     from django.template.loader import render_to_string
+    from django.utils import timezone
 
+    from tasksapp.live.pages import OverviewPage, audience
     from tasksapp.permissions import roles_of
-    from tasksapp.views.overview import overview_live_html
 
     user = User.objects.get(username="bench")
     roles_of(user)
@@ -712,10 +713,8 @@ def live_refresh_cost(viewers: int) -> dict[str, float]:
                 {**ui_baseline.overview_context(), "oob": True, **roles_of(user)},
             )
 
-    def today() -> None:
-        cache.clear()  # a new interval
-        for _ in range(viewers):
-            overview_live_html(user)
+    def today() -> None:  # one render for every tab of the audience
+        OverviewPage(audience(user), timezone.now())._render()
 
     out = {}
     for name, run in (("before", before), ("today", today)):
@@ -726,8 +725,7 @@ def live_refresh_cost(viewers: int) -> dict[str, float]:
             times.append((time.perf_counter() - t0) * 1000)
         out[name] = statistics.median(times)
     t0 = time.perf_counter()
-    cache.clear()
-    overview_live_html(user)
+    OverviewPage(audience(user), timezone.now())._render()
     out["one_render"] = (time.perf_counter() - t0) * 1000
     return out
 
@@ -925,12 +923,13 @@ def chromium_version() -> str:
 def consumer_render_cost(pk: int, repeat: int = 20) -> dict[str, list[float]]:
     """What LiveConsumer._render_task costs per task.changed, for a task page and an overview page."""
     from django.contrib.auth.models import User
-    from django.core.cache import cache
     from django.template.loader import render_to_string
+    from django.utils import timezone
 
+    from tasksapp.live.pages import OverviewPage, audience
     from tasksapp.models import RemoteTask
     from tasksapp.permissions import roles_of
-    from tasksapp.views.overview import overview_context, overview_live_html
+    from tasksapp.views.overview import overview_context
     from tasksapp.views.present import task_context
 
     user = User.objects.get(username="demo")
@@ -944,12 +943,11 @@ def consumer_render_cost(pk: int, repeat: int = 20) -> dict[str, list[float]]:
         context = {**overview_context(), "oob": True, **roles_of(user)}
         return render_to_string("tasksapp/overview.html#overview-live", context)
 
-    def shared() -> str:
-        cache.clear()  # each call a new interval: the one render every interval pays
-        return overview_live_html(user)
+    def shared() -> str:  # the one render a change burst pays for every tab of the audience
+        return OverviewPage(audience(user), timezone.now())._render()
 
     # "overview": what the consumer renders per overview tab (on main, per tab and change burst);
-    # "overview shared": overview_live_html, rendered once per interval for all tabs of a role.
+    # "overview shared": OverviewPage._render, rendered once per burst for all tabs of an audience.
     renders = {
         "task": task_card,
         "overview": per_tab,
@@ -1013,7 +1011,7 @@ def print_live(
     )
     print(row("consumer render, task page (4 partials)", render_ms.get("task", [])))
     print(row("consumer render, overview page (per tab)", render_ms.get("overview", [])))
-    print(row("overview_live_html, one render per interval", render_ms.get("overview shared", [])))
+    print(row("OverviewPage render, one per burst", render_ms.get("overview shared", [])))
     print(f"changes the mirror recorded but the DOM never showed: {missed}")
     clock = [abs(s["clock_check"]) for s in samples]
     if clock:

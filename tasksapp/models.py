@@ -252,14 +252,8 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
             expired=False, server__enabled=True, server__archived=False
         )
 
-    def needing_input(self) -> "RemoteTaskQuerySet":
-        return self.active().filter(status="input_required")
-
     def leasable(self, now: datetime) -> "RemoteTaskQuerySet":
         return self.active().filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-
-    def held_by(self, worker: str, now: datetime) -> "RemoteTaskQuerySet":
-        return self.filter(leased_by=worker, lease_until__gte=now)
 
     def for_list(self) -> "RemoteTaskQuerySet":
         """What a list row shows, in one query (server and agent joined, large JSON columns left out, the

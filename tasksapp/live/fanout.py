@@ -9,16 +9,12 @@ next batch of its kind and audience; the batch starts on the next turn of the ev
 every socket whose flush runs in the same turn joins it (the consumers flush on a shared
 grid of LIVE_COALESCE_MS, tasksapp/consumers.py). The rule of shared.py holds: a result is
 reused only if its batch started after the socket learnt of the change.
-
-`BATCHING = False` turns batching off (each row rendered on its own, as before issue 13's
-fan-out work); bench/fanout.py's `unbatched` mode does that, to compare.
 """
 
 import asyncio
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from tasksapp.connections import database_sync_to_async
@@ -49,9 +45,6 @@ _pending: dict[Hashable, _Batch] = {}  # (kind, audience) -> the batch not start
 _done: dict[tuple[Hashable, Hashable], _Done] = {}  # ((kind, audience), item) -> its latest render
 _running: set["asyncio.Future[None]"] = set()
 counts = {"batches": 0, "items": 0, "shared": 0, "waits": 0}  # for benchmarks and tests
-
-
-BATCHING = True
 
 
 def _future_for(group: Hashable, item: Hashable, not_before: float) -> "asyncio.Future[dict[Any, Any]]":
@@ -101,10 +94,6 @@ async def _run(batch: _Batch, renderer: Callable[[list[Any]], dict[Any, Any]]) -
     batch.result.set_result(results)
 
 
-def _one(renderer: Callable[[list[Any]], dict[Any, Any]], item: Hashable) -> Any:
-    return renderer([item]).get(item)
-
-
 def _prune(now: float) -> None:
     if len(_done) <= PRUNE_ABOVE:
         return
@@ -118,11 +107,7 @@ async def render_many(
     renderer: Callable[[list[Any]], dict[Any, Any]],
 ) -> dict[Any, Any]:
     """The renderer's result for each (item, not_before), None for an item it did not return:
-    batched (one await per batch the items are in), or one render per item (through
-    shared.render) when batching is off."""
-    if not BATCHING:
-        one = {item: partial(_one, renderer, item) for item, _ in items}
-        return {item: await shared.render((group, item), at, one[item]) for item, at in items}
+    one await per batch the items are in."""
     _renderers[group] = renderer
     futures: dict[asyncio.Future[dict[Any, Any]], list[Hashable]] = {}
     for item, not_before in items:

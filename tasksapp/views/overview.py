@@ -2,32 +2,26 @@
 
 Every part is bounded whatever the number of tasks: the tiles and the chart read the counts the
 database triggers keep (tasksapp.counts), the longest-running tasks are the oldest few of each
-active status read in index order. `overview_live_html` is what the live refresh sends: rendered
-once per interval and role, whatever the number of viewers.
+active status read in index order. The live part is rendered by tasksapp/live/pages.py
+(OverviewPage), once per change burst and audience, whatever the number of viewers.
 """
 
-import threading
-import time
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
-from django.template.loader import render_to_string
 from django.utils import timezone
 
-from tasksapp import counts, prefs
+from tasksapp import counts
 from tasksapp.models import InputRequest, McpServer, RemoteTask, WorkerHeartbeat
-from tasksapp.permissions import VIEW, require, roles_of
+from tasksapp.permissions import VIEW, require
 from tasksapp.views.common import page
 
 LONG_RUNNING = 10
 ANSWER_SAMPLE = 2000  # the latest answered input requests the time-to-answer percentiles read
-LIVE_INTERVAL_SECONDS = 1.0
 STOPPED_SHOWN = timedelta(minutes=10)
 CHART_SLOT, CHART_HEIGHT = 30, 100  # the chart's SVG: one 30-unit slot per hour, bars 0-100 high
-_render_lock = threading.Lock()
 
 
 @require(VIEW)
@@ -49,35 +43,6 @@ def overview_context() -> dict[str, Any]:
         "answer_sample": ANSWER_SAMPLE,
         "now": now,
     }
-
-
-def overview_live_html(user: Any, *, interval: float = LIVE_INTERVAL_SECONDS) -> str:
-    """The overview's live partial (an out-of-band swap) for `user`, rendered at most once per
-    `interval` per role in this process and shared by every viewer with that role (Django's cache).
-
-    Call it from the consumer's thread pool (it queries the database), e.g.
-    `await database_sync_to_async(overview_live_html)(scope["user"])`. The HTML carries no
-    per-user secret: only the role's flags decide what it shows.
-    """
-    roles = roles_of(user)
-    role = "".join("1" if allowed else "0" for allowed in roles.values())
-    zone = prefs.user_zone(user)
-    key = f"overview-live:{role}:{zone}:{int(time.time() // interval)}"
-    with timezone.override(zone):
-        return _shared_render(key, roles, interval)
-
-
-def _shared_render(key: str, roles: dict[str, bool], interval: float) -> str:
-    html = cache.get(key)
-    if html is None:
-        with _render_lock:  # viewers arriving together wait for one render instead of each rendering
-            html = cache.get(key)
-            if html is None:
-                html = render_to_string(
-                    "tasksapp/overview.html#overview-live", {**overview_context(), "oob": True, **roles}
-                )
-                cache.set(key, html, timeout=max(1, round(2 * interval)))
-    return str(html)
 
 
 def workers_shown(now: datetime) -> list[WorkerHeartbeat]:
