@@ -262,7 +262,7 @@ def http_up(base: str) -> bool:
 
 ROW = re.compile(r'<tr id="task-row-(\d+)"[^>]*>(.*?)</tr>', re.S)
 STATUS = re.compile(r'data-status="([^"]*)"')
-ROW_MESSAGE = re.compile(r'<td[^>]*class="small"[^>]*>(.*?)</td>', re.S)  # the first: the message
+ROW_MESSAGE = re.compile(r'<td[^>]*class="message"[^>]*>(.*?)</td>', re.S)  # the latest message
 CARD = re.compile(r'id="task-card"(.*?)<p class="status-message">(.*?)</p>', re.S)
 INBOX = re.compile(r'<div id="inbox-task-(\d+)" class="inbox-task"[^>]*>\s*(<h2>|<div class="inbox-row")?')
 TILE = re.compile(r'data-tile="([\w-]+)"><b>(\d+)</b>')
