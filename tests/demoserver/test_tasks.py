@@ -184,3 +184,17 @@ def test_task_ids_are_unique_and_url_safe(wire: Wire) -> None:
     ids = {wire.start("slow_count", {"n": 0})["taskId"] for _ in range(5)}
     assert len(ids) == 5
     assert all(set(i) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") for i in ids)
+
+
+def test_an_expired_task_is_logged_without_its_id(wire: Wire, caplog: pytest.LogCaptureFixture) -> None:
+    """A task id is a bearer secret: the expiry line names the task by a short hash only."""
+    from tasksapp.demoserver.tasks import task_ref
+
+    caplog.set_level("INFO", logger="tasksapp.demoserver")
+    created = wire.start("short_ttl", {"ttl_ms": 200})
+    ref = f"ref {task_ref(created['taskId'])}"
+    deadline = time.monotonic() + 5
+    while not any(ref in r.getMessage() for r in caplog.records):
+        assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+        time.sleep(0.05)
+    assert not any(created["taskId"] in r.getMessage() for r in caplog.records)
