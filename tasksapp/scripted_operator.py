@@ -3,7 +3,7 @@
 It fills the dashboard's own forms (tasksapp.elicitation, tasksapp.toolforms): defaults stay as
 the form shows them, required fields get what a person would type, and the answer is whatever
 the form's validation produces, exactly as the inbox and the Run page send it. The official
-conformance suite's client runs (tasksapp.mcpclient.conformance) answer through it, so they
+conformance suite's client runs (tasksapp.conformance) answer through it, so they
 exercise the dashboard's answering code, not a hand-written reply.
 """
 

@@ -37,7 +37,7 @@ the tests run exactly that set, one pytest test per scenario (marker `conformanc
   `test_*` prompts) sit beside the demo's own tools; see [demoserver.md](demoserver.md).
   Also run, though the requirement set does not score them: the `tasks-*` extension scenarios
   and the three pending ones. The `sep-2640-*` skills scenarios are out of scope.
-- **client**: every scenario drives `python -m tasksapp.mcpclient.conformance URL` (the suite
+- **client**: every scenario drives `python -m tasksapp.conformance URL` (the suite
   appends the URL and sets `MCP_CONFORMANCE_SCENARIO`). It plays each scenario with the
   library's public API; what a server asks (an elicitation, an MRTR round) and what a tool needs
   (its arguments) is filled into the dashboard's own forms by `tasksapp.scripted_operator`, as a
@@ -115,7 +115,7 @@ def render(servers: list[Outcome], clients: list[Outcome], block: str) -> str:
         "",
         *_table(servers, "server", expected["server"]),
         "",
-        f"### Client: `python -m tasksapp.mcpclient.conformance` — {_summary(clients, 'client')}",
+        f"### Client: `python -m tasksapp.conformance` — {_summary(clients, 'client')}",
         "",
         *_table(clients, "client", expected["client"]),
         "",

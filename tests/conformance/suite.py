@@ -29,7 +29,7 @@ from tests.peers.launch import ROOT, node_binary, npm_package
 
 REVISION = "2026-07-28"
 DOC = ROOT / "docs" / "conformance.md"
-CLIENT_COMMAND = f"{sys.executable} -m tasksapp.mcpclient.conformance"
+CLIENT_COMMAND = f"{sys.executable} -m tasksapp.conformance"
 FAILING = ("FAILURE", "WARNING")
 # Extension scenarios are off the spec's timeline: the suite runs them only with --force.
 EXTENSIONS = ("auth/client-credentials-jwt", "auth/client-credentials-basic")
@@ -143,7 +143,7 @@ def run_server(url: str, scenario: str) -> Outcome:
 
 
 def run_client(scenario: str) -> Outcome:
-    """`conformance client` for one scenario, driving python -m tasksapp.mcpclient.conformance."""
+    """`conformance client` for one scenario, driving python -m tasksapp.conformance."""
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
         force = ("--force",) if scenario in EXTENSIONS else ()
         done = _conformance(

@@ -1,5 +1,5 @@
 """The official suite's auth/* client scenarios (the 25 of 2026-07-28 and the client credentials
-extensions), each driving `python -m tasksapp.mcpclient.conformance` with the dashboard's OAuth
+extensions), each driving `python -m tasksapp.conformance` with the dashboard's OAuth
 client. A file of their own, so that under `--dist loadfile` they run beside the other client
 scenarios instead of after them; every scenario's servers listen on ports of their own."""
 

@@ -1,5 +1,5 @@
 """The official conformance suite's client scenarios, each driving
-`python -m tasksapp.mcpclient.conformance` (which answers through the dashboard's own forms).
+`python -m tasksapp.conformance` (which answers through the dashboard's own forms).
 
 One `conformance client --scenario` run per test: the suite's --requirements mode starts every
 client at once, which a loaded 2-core machine cannot serve inside the suite's 30 s per client.

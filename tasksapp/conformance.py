@@ -1,11 +1,12 @@
-"""`python -m tasksapp.mcpclient.conformance URL`: the client the official conformance suite drives.
+"""`python -m tasksapp.conformance URL`: the client the official conformance suite drives.
 
-`conformance client --command "python -m tasksapp.mcpclient.conformance"` appends the URL of
+`conformance client --command "python -m tasksapp.conformance"` appends the URL of
 its scenario server and names the scenario in MCP_CONFORMANCE_SCENARIO (and, for some, passes
 data in MCP_CONFORMANCE_CONTEXT). Each scenario is played with McpClient's public API only.
 Whatever a server asks (an elicitation, an MRTR round) or a tool needs (its arguments) comes
 from an Operator; `main()` uses the dashboard's scripted operator, which fills the dashboard's
-own forms, so the library stays free of Django and the answers are the ones the UI would send.
+own forms, so the answers are the ones the UI would send. It lives beside the dashboard, not in
+tasksapp/mcpclient/, because of that operator: the library stays free of Django.
 
 The auth/* scenarios run the same OAuth code the dashboard uses (tasksapp.mcpclient.oauth):
 discovery, registration, PKCE, refresh, step-up. Where the dashboard sends a person's browser to
@@ -17,7 +18,6 @@ scenario this client does not play.
 """
 
 import asyncio
-import importlib
 import json
 import os
 import sys
@@ -250,10 +250,10 @@ class _DashboardOperator:
 
     def _get(self) -> Operator:
         if self._operator is None:
-            # Imported by name: the dashboard's side (Django forms) stays out of this package's
-            # imports and out of its type-check.
-            dashboard = importlib.import_module("tasksapp.scripted_operator")
-            self._operator = dashboard.ScriptedOperator()
+            # Imported here: the auth/* scenarios run without Django.
+            from tasksapp.scripted_operator import ScriptedOperator
+
+            self._operator = ScriptedOperator()
         operator: Operator = self._operator
         return operator
 
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     if not args:
-        print("usage: python -m tasksapp.mcpclient.conformance URL (scenario in MCP_CONFORMANCE_SCENARIO)")
+        print("usage: python -m tasksapp.conformance URL (scenario in MCP_CONFORMANCE_SCENARIO)")
         return 2
     if scenario not in SCENARIOS and not scenario.startswith("auth/"):
         print(f"conformance client: scenario {scenario!r} is not played here: unknown", file=sys.stderr)
