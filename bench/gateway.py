@@ -11,7 +11,10 @@ registered, agents created; then, side by side in the same run:
    mean and p50/p99 latency, and the ratio gateway / direct.
 2. **tasks/get** of one task, directly and through the gateway while the mirror is fresh (the task's
    pollIntervalMs is 60 s, so every gateway answer comes from the mirror): the same figures.
-   Target: at most 1.5 times direct.
+   Target: at most 1.5 times direct. Beside it, in the same run: a second Daphne with
+   MCP_GATEWAY_CACHE_MS=0 (the caller and the task read from the database on every request, as
+   before tasksapp/gateway/cache.py), and Daphne's own floor: a trivial ASGI application that
+   answers the same bytes (what any answer from Daphne costs, whatever the gateway does).
 3. **Ten agents polling one task**: a `manage.py worker` runs (it polls the task at its
    pollIntervalMs, 1000 ms, and stamps the mirror's freshness), and each agent polls tasks/get
    through the gateway every pollIntervalMs for --poll-seconds; the upstream's own count of
@@ -24,6 +27,7 @@ process shares the machine's cores, so read ratios, not absolute times.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -90,14 +94,18 @@ class Agent:
         return result
 
 
-def timed(fn: Any, n: int) -> list[float]:
-    for _ in range(min(20, n)):  # warm connections, caches and the JIT of every layer
-        fn()
-    samples = []
+def interleaved(fns: list[Any], n: int) -> list[list[float]]:
+    """Each callable's latencies, called in turn (a, b, c, a, b, c, ...): a change in the machine's
+    load falls on all of them alike, so their ratios hold even when absolute times do not."""
+    for fn in fns:
+        for _ in range(min(20, n)):
+            fn()
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(n):
-        began = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - began) * 1000)
+        for fn, out in zip(fns, samples, strict=True):
+            began = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - began) * 1000)
     return samples
 
 
@@ -112,6 +120,45 @@ def compare(label: str, direct: list[float], gateway: list[float]) -> None:
     p50 = statistics.median(gateway) / statistics.median(direct)
     print(f"{label}\n  direct   {summary(direct)}\n  gateway  {summary(gateway)}")
     print(f"  ratio gateway/direct: mean {ratio:.2f}x, p50 {p50:.2f}x")
+
+
+FLOOR_APP = b"""
+BODY = %r
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": BODY})
+"""
+
+
+class FloorAgent(Agent):
+    def call(self, method: str, params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+        self.ids += 1
+        self.client.post(self.url, content=b"{}", headers={"Content-Type": "application/json"}).read()
+        return {}
+
+
+def start_daphne(port: int, env: dict[str, str], app: str = "dashboard.asgi:application") -> Any:
+    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app]
+    return subprocess.Popen(
+        command, cwd=ROOT, env={**env, "LOG_LEVEL": "WARNING"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def wait_for(url: str) -> None:
+    for _ in range(600):
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
 
 
 def upstream_gets(base: str) -> int:
@@ -158,55 +205,56 @@ def main() -> None:
             cwd=ROOT, env={**env, "BENCH_URL": demo.url, "BENCH_AGENTS": str(args.agents)},
             check=True, capture_output=True, text=True,
         )  # fmt: skip
-        import json
-
         made = json.loads(setup.stdout.strip().splitlines()[-1])
-        port = free_port()
-        daphne = [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "dashboard.asgi:application",
-        ]
-        processes.append(
-            subprocess.Popen(
-                daphne,
-                cwd=ROOT,
-                env={**env, "LOG_LEVEL": "WARNING"},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
+        port, uncached_port, floor_port = free_port(), free_port(), free_port()
+        processes.append(start_daphne(port, env))
+        processes.append(start_daphne(uncached_port, {**env, "MCP_GATEWAY_CACHE_MS": "0"}))
         gateway_url = f"http://127.0.0.1:{port}/gateway/{made['server']}/mcp"
-        for _ in range(300):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        uncached_url = f"http://127.0.0.1:{uncached_port}/gateway/{made['server']}/mcp"
+        wait_for(f"http://127.0.0.1:{port}/healthz")
+        wait_for(f"http://127.0.0.1:{uncached_port}/healthz")
         direct, through = Agent(demo.url), Agent(gateway_url, made["tokens"][0])
         print(f"bench/gateway.py: {args.calls} sequential requests per figure, {os.cpu_count()} cores\n")
 
         echo = {"name": "echo", "arguments": {"text": "hello"}}
         compare(
             "tools/call echo (answered at once)",
-            timed(lambda: direct.call("tools/call", echo, "echo"), args.calls),
-            timed(lambda: through.call("tools/call", echo, "echo"), args.calls),
+            *interleaved(
+                [
+                    lambda: direct.call("tools/call", echo, "echo"),
+                    lambda: through.call("tools/call", echo, "echo"),
+                ],
+                args.calls,
+            ),
         )
         slow = {"name": "run_forever", "arguments": {"delay": 30, "poll_interval_ms": 60_000}}
         own = direct.call("tools/call", slow, "run_forever")["taskId"]
         mirrored = through.call("tools/call", slow, "run_forever")["taskId"]
-        compare(
-            "tasks/get of a working task (the gateway's from the mirror)",
-            timed(lambda: direct.call("tasks/get", {"taskId": own}, own), args.calls),
-            timed(lambda: through.call("tasks/get", {"taskId": mirrored}, mirrored), args.calls),
+        sample = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "result": through.call("tasks/get", {"taskId": mirrored}, mirrored)},
+            separators=(",", ":"),
+        ).encode()
+        (var / "bench_floor_app.py").write_bytes(FLOOR_APP % sample)
+        processes.append(start_daphne(floor_port, {**env, "PYTHONPATH": str(var)}, "bench_floor_app:app"))
+        floor_url = f"http://127.0.0.1:{floor_port}/"
+        wait_for(floor_url)
+        uncached, floor = Agent(uncached_url, made["tokens"][0]), FloorAgent(floor_url)
+        direct_gets, gateway_gets, uncached_gets, floor_gets = interleaved(
+            [
+                lambda: direct.call("tasks/get", {"taskId": own}, own),
+                lambda: through.call("tasks/get", {"taskId": mirrored}, mirrored),
+                lambda: uncached.call("tasks/get", {"taskId": mirrored}, mirrored),
+                lambda: floor.call("tasks/get", {}),
+            ],
+            args.calls,
         )
+        compare("tasks/get of a working task (the gateway's from the mirror)", direct_gets, gateway_gets)
+        compare("  the same, MCP_GATEWAY_CACHE_MS=0 (two database steps each)", direct_gets, uncached_gets)
+        compare("  Daphne's floor: a trivial ASGI app answering the same bytes", direct_gets, floor_gets)
 
         worker = [sys.executable, "manage.py", "worker", "--no-listen", "--name", "bench-gateway"]
+        # (a worker in its own process and no Redis: its changes reach the gateway's cache only by
+        # its MCP_GATEWAY_CACHE_MS expiry; with Redis the live hub drops them at once)
         processes.append(
             subprocess.Popen(
                 worker,

@@ -300,6 +300,9 @@ DASHBOARD_URL = env_str("DASHBOARD_URL", "http://127.0.0.1:8000").rstrip("/")
 MCP_GATEWAY_MAX_BODY_BYTES = env_int("MCP_GATEWAY_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
 MCP_GATEWAY_ALLOWED_ORIGINS = env_list("MCP_GATEWAY_ALLOWED_ORIGINS", "")
 MCP_GATEWAY_FRESH_SLACK_MS = env_int("MCP_GATEWAY_FRESH_SLACK_MS", 250, minimum=0)
+# How long a gateway process keeps a caller (token, scope) and a fresh task between requests
+# (tasksapp/gateway/cache.py): a revoked token stops working within this. 0: not kept.
+MCP_GATEWAY_CACHE_MS = env_int("MCP_GATEWAY_CACHE_MS", 1000, minimum=0)
 MCP_GATEWAY_KEEPALIVE_SECONDS = env_int("MCP_GATEWAY_KEEPALIVE_SECONDS", 15, minimum=1)
 MCP_GATEWAY_MAX_STREAMS = env_int("MCP_GATEWAY_MAX_STREAMS", 10, minimum=1)
 MCP_GATEWAY_TRAFFIC_FLUSH_SECONDS = env_int("MCP_GATEWAY_TRAFFIC_FLUSH_SECONDS", 5, minimum=1)

@@ -6,6 +6,7 @@ from the mirror; people answer what the server's policy gives them (docs/gateway
 
 Modules: app (the ASGI entry and its checks), auth (tokens, scope, rate limit), hosts (DNS
 rebinding), envelope (JSON-RPC and header checks), forward (relaying to the upstream), upstream
-(its clients), tasks (tasks/* from the mirror), mirror (an agent's view of a task), http (ASGI).
+(its clients), tasks (tasks/* from the mirror), mirror (an agent's view of a task), cache (callers
+and fresh tasks kept between requests), http (ASGI).
 This package imports services, models and mcpclient; nothing below it imports it.
 """

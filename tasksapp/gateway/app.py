@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from tasksapp import crypto
-from tasksapp.gateway.auth import Caller, RateLimiter, authenticate, no_such_server
+from tasksapp.gateway.auth import Authenticator, Caller, RateLimiter, no_such_server
 from tasksapp.gateway.envelope import Call, check_call, check_duplicates, check_notification, parse_message
 from tasksapp.gateway.errors import GatewayError, internal, invalid_request, method_not_found
 from tasksapp.gateway.forward import forward
@@ -31,6 +31,7 @@ from tasksapp.gateway.http import (
     read_body,
     send_bytes,
     send_json,
+    send_result,
 )
 from tasksapp.gateway.listen import Listens
 from tasksapp.gateway.params import ParamHeaders
@@ -50,6 +51,7 @@ class GatewayApp:
 
     def __init__(self) -> None:
         self.upstreams = Upstreams()
+        self.authenticate = Authenticator()
         self.limiter = RateLimiter()
         self.tasks = TaskMethods(self.upstreams)
         self.params = ParamHeaders()
@@ -85,7 +87,7 @@ class GatewayApp:
         match = _PATH.match(scope["path"])
         if match is None:
             raise no_such_server()
-        caller = seen.caller = await authenticate(headers, int(match["server"]))
+        caller = seen.caller = await self.authenticate(headers, int(match["server"]))
         if scope["method"] != "POST":
             raise GatewayError(405, -32600, "Method not allowed: POST one JSON-RPC message", headers=ALLOW)
         self.limiter.take(caller.agent)
@@ -119,8 +121,7 @@ class GatewayApp:
         if not caller.server.enabled:
             raise GatewayError(503, -32603, f"{caller.server.name} is disabled by an administrator")
         if call.method in TASK_METHODS:
-            result = await self.tasks.handle(caller, call)
-            await send_json(send, 200, {"jsonrpc": "2.0", "id": call.id, "result": result})
+            await send_result(send, call.id, await self.tasks.handle(caller, call))
         elif call.method == "subscriptions/listen":
             await self.listens.serve(caller, call, receive, send)
         elif call.method in ("tasks/result", "tasks/list"):

@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import F
 
 from tasksapp.connections import db_step
+from tasksapp.gateway.cache import Callers, settings_generation
 from tasksapp.gateway.errors import NOT_FOUND, RATE_LIMITED, UNAUTHORIZED, GatewayError
 from tasksapp.gateway.http import Headers
 from tasksapp.models import LARGE_SERVER_COLUMNS, Agent, McpServer
@@ -74,14 +75,27 @@ def _resolve(digest: str, server_id: int) -> Caller | bool | None:
 resolve = db_step(_resolve)
 
 
-async def authenticate(headers: Headers, server_id: int) -> Caller:
-    found = await resolve(token_digest(bearer_token(headers)), server_id)
-    if found is None:
-        raise unauthorized("unknown or revoked agent token")
-    if found is False:
-        raise no_such_server()
-    assert isinstance(found, Caller)
-    return found
+class Authenticator:
+    """Tokens to callers, a database step only for a caller not seen in the last
+    MCP_GATEWAY_CACHE_MS (gateway.cache: a revoked token stops working within that)."""
+
+    def __init__(self) -> None:
+        self.callers: Callers[Caller] = Callers()
+
+    async def __call__(self, headers: Headers, server_id: int) -> Caller:
+        digest = token_digest(bearer_token(headers))
+        kept = self.callers.get(digest, server_id)
+        if kept is not None:
+            return kept
+        generation = settings_generation()
+        found = await resolve(digest, server_id)
+        if found is None:
+            raise unauthorized("unknown or revoked agent token")
+        if found is False:
+            raise no_such_server()
+        assert isinstance(found, Caller)
+        self.callers.put(digest, server_id, found, generation)
+        return found
 
 
 class RateLimiter:

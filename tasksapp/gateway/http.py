@@ -114,6 +114,12 @@ async def send_json(
     await send_bytes(send, status, dump(payload), b"application/json", extra)
 
 
+async def send_result(send: Send, request_id: Any, result: bytes) -> None:
+    """A JSON-RPC result already rendered (`result` is its JSON), answered with HTTP 200."""
+    body = b'{"jsonrpc":"2.0","id":' + dump(request_id) + b',"result":' + result + b"}"
+    await send_bytes(send, 200, body, b"application/json")
+
+
 def sse_frame(payload: Any) -> bytes:
     return b"event: message\ndata: " + dump(payload) + b"\n\n"
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from tasksapp.connections import db_step
 from tasksapp.gateway.auth import Caller
+from tasksapp.gateway.cache import KeptTask, Tasks
 from tasksapp.gateway.envelope import Call
 from tasksapp.gateway.errors import (
     UPSTREAM_FAILED,
@@ -26,6 +27,7 @@ from tasksapp.gateway.errors import (
     missing_tasks_capability,
     unknown_task,
 )
+from tasksapp.gateway.http import dump
 from tasksapp.gateway.mirror import MirroredTask, find, freshness, reread
 from tasksapp.gateway.upstream import Upstreams
 from tasksapp.mcpclient import McpError, ProtocolError
@@ -40,9 +42,10 @@ class TaskMethods:
     def __init__(self, upstreams: Upstreams) -> None:
         self.upstreams = upstreams
         self._reading: dict[int, asyncio.Future[None]] = {}  # task pk -> the read-through in flight
+        self.kept = Tasks()
 
-    async def handle(self, caller: Caller, call: Call) -> JsonObject:
-        """The result of a tasks/* call, or GatewayError."""
+    async def handle(self, caller: Caller, call: Call) -> bytes:
+        """The result of a tasks/* call, rendered, or GatewayError."""
         if not call.declares_tasks:
             raise missing_tasks_capability(call.method)
         task_id = call.params.get("taskId")
@@ -50,23 +53,43 @@ class TaskMethods:
             raise invalid_params(f"{call.method} needs params.taskId (a string)")
         if call.mcp_name is not None and call.mcp_name != task_id:
             raise header_mismatch("mcp-name header does not match the request body's 'taskId' parameter")
+        if call.method == "tasks/get":
+            return await self._get(caller, task_id, call)
+        task = await self._find(caller, task_id)
+        try:
+            if call.method == "tasks/update":
+                return dump(await self._update(caller, task, call))
+            return dump(await self._cancel(caller, task))
+        finally:
+            self.kept.drop(task.pk)
+
+    async def _find(self, caller: Caller, task_id: str) -> MirroredTask:
         task = await db_step(find)(server=caller.server, agent=caller.agent, task_id=task_id)
         if task is None or task.expired:
             raise unknown_task()
-        if call.method == "tasks/get":
-            return await self._get(caller, task, call)
-        if call.method == "tasks/update":
-            return await self._update(caller, task, call)
-        return await self._cancel(caller, task)
+        return task
 
     # --- tasks/get ------------------------------------------------------------------------
 
-    async def _get(self, caller: Caller, task: MirroredTask, call: Call) -> JsonObject:
-        if not task.fresh(timezone.now()):
-            task = await self.refreshed(caller, task)
-        if task.expired:
-            raise unknown_task()
-        return {"resultType": "complete", **task.view(call.input_kinds)}
+    async def _get(self, caller: Caller, task_id: str, call: Call) -> bytes:
+        """From what this process kept while it is fresh; else from the mirror, read through to
+        the server when the mirror is older than the task's poll interval."""
+        key = (caller.server.pk, caller.agent.pk, task_id)
+        kept = self.kept.get(key, timezone.now())
+        if kept is None:
+            generation = self.kept.generation()
+            task = await self._find(caller, task_id)
+            if not task.fresh(timezone.now()):
+                task = await self.refreshed(caller, task)
+                if task.expired:
+                    raise unknown_task()
+            kept = KeptTask(task)
+            await self.kept.put(key, kept, generation, timezone.now())
+        rendered = kept.rendered.get(call.input_kinds)
+        if rendered is None:
+            view = kept.task.view(call.input_kinds)
+            rendered = kept.rendered[call.input_kinds] = dump({"resultType": "complete", **view})
+        return rendered
 
     async def refreshed(self, caller: Caller, task: MirroredTask) -> MirroredTask:
         """The task as the mirror holds it after asking the server (once, however many ask at once)."""

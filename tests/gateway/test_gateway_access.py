@@ -2,12 +2,14 @@
 agent (or an attacker) gets, as HTTP status and JSON-RPC error body."""
 
 import socket
+import time
 
 import httpx
 import pytest
+from django.conf import settings
 
 from tasksapp.models import Agent, McpServer
-from tasksapp.services.agents import agent_create, agent_revoke, token_digest
+from tasksapp.services.agents import agent_create, agent_revoke, agent_update, token_digest
 from tests.gateway.support import asgi_post, error, post, result
 from tests.peers.launch import RunningPeer
 
@@ -24,10 +26,21 @@ def test_no_token_an_unknown_one_or_a_revoked_one_gets_401_with_a_json_rpc_error
         assert response.headers["www-authenticate"].startswith("Bearer")
         assert error(response)["code"] == -32010
     assert post(demo_url, token, "tools/list").status_code == 200
-    agent_revoke(agent=agent, user=None)
+    agent_revoke(agent=agent, user=None)  # in another process than the gateway's, as by the CLI
+    time.sleep(settings.MCP_GATEWAY_CACHE_MS / 1000 + 0.1)  # the longest a process keeps a caller
     response = post(demo_url, token, "tools/list")
     assert response.status_code == 401
     assert "revoked" in error(response)["message"]
+
+
+def test_a_scope_taken_away_in_another_process_is_404_once_the_callers_kept_time_is_over(
+    demo_url: str, bot: tuple[Agent, str]
+) -> None:
+    agent, token = bot
+    assert post(demo_url, token, "tools/list").status_code == 200  # the caller is now kept
+    agent_update(agent=agent, servers=[], user=None, description="", rate_limit=600)
+    time.sleep(settings.MCP_GATEWAY_CACHE_MS / 1000 + 0.1)
+    assert post(demo_url, token, "tools/list").status_code == 404
 
 
 def test_a_server_outside_the_agents_scope_is_404_like_one_that_does_not_exist(
