@@ -50,10 +50,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasksapp.middleware",
             "tasksapp.language",
             "tasksapp.logfilters",
+            "tasksapp.healthcheck",
         ),
     ),
     ("the worker", ("tasksapp.engine",)),
-    ("services: the writes, notifications", ("tasksapp.services", "tasksapp.notify")),
+    ("services: the writes, notifications", ("tasksapp.services", "tasksapp.notify", "tasksapp.retention")),
     (
         "reads: queries and figures over the models",
         (
@@ -71,6 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "tasksapp.models",
             "tasksapp.notify.models",
+            "tasksapp.retention.models",
             "tasksapp.prefs",
             "tasksapp.sessions",
             "tasksapp.permissions",
