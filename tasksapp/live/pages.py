@@ -530,7 +530,7 @@ class ServersPage(LivePage):
         return [(f"server-row-{pk}", f"<template>{html}</template>")] if html else []
 
     def _render(self, pk: int) -> str:
-        server = McpServer.objects.filter(pk=pk).first()
+        server = McpServer.objects.filter(pk=pk).select_related("authorization").first()
         if server is None:
             return ""
         return render_to_string(

@@ -9,7 +9,7 @@ active status read in index order. The live part is rendered by tasksapp/live/pa
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -35,7 +35,7 @@ def overview_context() -> dict[str, Any]:
     now = timezone.now()
     return {
         "tiles": counts.status_tiles(),
-        "servers": list(McpServer.objects.defer("tools", "capabilities", "instructions")),
+        "servers": list(servers_shown()),
         "workers": workers_shown(now),
         "long_running": long_running(),
         "chart": hourly_chart(now),
@@ -43,6 +43,12 @@ def overview_context() -> dict[str, Any]:
         "answer_sample": ANSWER_SAMPLE,
         "now": now,
     }
+
+
+def servers_shown() -> "QuerySet[McpServer]":
+    """Every server with its authorization row in the same query (the OAuth badge reads it): one
+    query whatever the number of servers."""
+    return McpServer.objects.defer("tools", "capabilities", "instructions").select_related("authorization")
 
 
 def workers_shown(now: datetime) -> list[WorkerHeartbeat]:

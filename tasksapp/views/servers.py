@@ -108,7 +108,9 @@ class ServerEditForm(ServerForm):
 
 @require(VIEW)
 def server_list(request: HttpRequest) -> HttpResponse:
-    servers = McpServer.objects.defer(*LARGE_SERVER_COLUMNS)
+    servers = McpServer.objects.defer(*LARGE_SERVER_COLUMNS).select_related(
+        "authorization"
+    )  # the OAuth badge
     return page(
         request, "tasksapp/servers.html", {"servers": servers}, nav="servers", live={"page": "servers"}
     )
