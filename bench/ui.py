@@ -929,8 +929,8 @@ def consumer_render_cost(pk: int, repeat: int = 20) -> dict[str, list[float]]:
     from tasksapp.live.pages import OverviewPage, audience
     from tasksapp.models import RemoteTask
     from tasksapp.permissions import roles_of
-    from tasksapp.views.overview import overview_context
-    from tasksapp.views.present import task_context
+    from tasksapp.presenters.overview import overview_context
+    from tasksapp.presenters.task import task_context
 
     user = User.objects.get(username="demo")
 

@@ -22,10 +22,10 @@ from django.utils import timezone
 
 from tasksapp.models import TERMINAL, InputRequest, McpServer, RemoteTask
 from tasksapp.permissions import VIEW, require
-from tasksapp.views import inbox as inbox_view
-from tasksapp.views import overview as overview_view
+from tasksapp.presenters import inbox as inbox_view
+from tasksapp.presenters import overview as overview_view
+from tasksapp.presenters.task import InputView, input_view
 from tasksapp.views.common import page
-from tasksapp.views.present import InputView, input_view
 
 TILES = [
     ("working", "working", Q(status="working", expired=False) & Q(cancel_requested_at__isnull=True)),

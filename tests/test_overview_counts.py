@@ -14,7 +14,7 @@ from tasksapp import services
 from tasksapp.live.pages import OverviewPage, audience
 from tasksapp.models import TERMINAL, McpServer, RemoteTask, stale
 from tasksapp.permissions import OPERATOR, VIEWER
-from tasksapp.views.overview import hourly_chart, overview_context
+from tasksapp.presenters.overview import hourly_chart, overview_context
 from tests.engine_helpers import run_worker_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,7 +134,7 @@ def test_live_overview_is_the_same_partial_for_every_viewer_of_a_role() -> None:
 
 
 def test_longest_running_are_the_oldest_active_tasks_of_enabled_servers() -> None:
-    from tasksapp.views.overview import long_running
+    from tasksapp.presenters.overview import long_running
 
     on, off = (McpServer.objects.create(name=n, url="http://127.0.0.1:9/mcp") for n in ("on", "off"))
     McpServer.objects.filter(pk=off.pk).update(enabled=False)

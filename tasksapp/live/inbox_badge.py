@@ -24,6 +24,6 @@ async def fragment(not_before: float) -> tuple[str, str]:
 
 
 def _render() -> str:
-    from tasksapp.views.inbox import open_count
+    from tasksapp.presenters.inbox import open_count
 
     return render_to_string("tasksapp/_inbox_badge.html", {"inbox_count": open_count(), "oob": True})

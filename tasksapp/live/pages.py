@@ -22,9 +22,9 @@ from tasksapp import events
 from tasksapp.live import fanout, shared
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
 from tasksapp.permissions import roles_of
+from tasksapp.presenters import inbox as inbox_view
+from tasksapp.presenters.task import SHOW_LIMIT, TIMELINE_PAGE, input_view, task_context
 from tasksapp.queryparams import parse_count, parse_id
-from tasksapp.views import inbox as inbox_view
-from tasksapp.views.present import SHOW_LIMIT, TIMELINE_PAGE, input_view, task_context
 
 Item = tuple[str, int]  # ("task", pk), ("server", pk), ("overview", 0)
 Fragment = tuple[str, str]  # (element id, html)
@@ -508,7 +508,7 @@ class OverviewPage(LivePage):
         return [("overview-live", html)]
 
     def _render(self) -> str:
-        from tasksapp.views.overview import overview_context
+        from tasksapp.presenters.overview import overview_context
 
         context = {**overview_context(), "oob": True, **self.flags}
         return render_to_string("tasksapp/overview.html#overview-live", context)

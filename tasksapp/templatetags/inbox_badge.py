@@ -15,6 +15,6 @@ def inbox_open_count(context: Any) -> int:
     user = context.get("user")
     if user is None or not user.is_authenticated:
         return 0
-    from tasksapp.views.inbox import open_count
+    from tasksapp.presenters.inbox import open_count
 
     return open_count()

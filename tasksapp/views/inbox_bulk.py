@@ -20,9 +20,9 @@ from django.utils.translation import ngettext
 from tasksapp import elicitation, services
 from tasksapp.models import InputRequest
 from tasksapp.permissions import ANSWER, require
+from tasksapp.presenters.inbox import _LARGE, FORM_MODE, _open
 from tasksapp.queryparams import parse_id
 from tasksapp.views.common import page, safe_next
-from tasksapp.views.inbox import _LARGE, FORM_MODE, _open
 
 BULK_LIMIT = 100
 

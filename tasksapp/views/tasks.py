@@ -11,9 +11,9 @@ from django.utils.translation import gettext_lazy
 from tasksapp import crypto, search, services
 from tasksapp.models import Agent, McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
+from tasksapp.presenters.task import SHOW_LIMIT, task_context
 from tasksapp.queryparams import parse_count
 from tasksapp.views.common import page
-from tasksapp.views.present import SHOW_LIMIT, task_context
 
 PAGE_SIZE = 50
 STATUS_FILTERS = [

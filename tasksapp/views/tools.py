@@ -8,9 +8,9 @@ from django.shortcuts import get_object_or_404, redirect
 from tasksapp import services, toolforms
 from tasksapp.models import McpServer, RemoteTask
 from tasksapp.permissions import START, require
+from tasksapp.presenters.task import content_blocks, pretty
 from tasksapp.queryparams import parse_id
 from tasksapp.views.common import page
-from tasksapp.views.present import content_blocks, pretty
 
 
 def _tool(server: McpServer, name: str) -> dict[str, Any]:

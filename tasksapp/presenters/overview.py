@@ -1,0 +1,125 @@
+"""What the overview shows, read for its page (tasksapp/views/overview.py) and its live part
+(tasksapp/live/pages.py): counts per status, server and worker health, throughput over the last day.
+
+Every part is bounded whatever the number of tasks: the tiles and the chart read the counts the
+database triggers keep (tasksapp.counts), the longest-running tasks are the oldest few of each
+active status read in index order.
+"""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from tasksapp import counts
+from tasksapp.models import InputRequest, McpServer, RemoteTask, WorkerHeartbeat
+
+LONG_RUNNING = 10
+ANSWER_SAMPLE = 2000  # the latest answered input requests the time-to-answer percentiles read
+STOPPED_SHOWN = timedelta(minutes=10)
+CHART_SLOT, CHART_HEIGHT = 30, 100  # the chart's SVG: one 30-unit slot per hour, bars 0-100 high
+
+
+def overview_context() -> dict[str, Any]:
+    now = timezone.now()
+    return {
+        "tiles": counts.status_tiles(),
+        "servers": list(servers_shown()),
+        "workers": workers_shown(now),
+        "long_running": long_running(),
+        "chart": hourly_chart(now),
+        "answer_times": answer_times(),
+        "answer_sample": ANSWER_SAMPLE,
+        "now": now,
+    }
+
+
+def servers_shown() -> "QuerySet[McpServer]":
+    """Every server with its authorization row in the same query (the OAuth badge reads it): one
+    query whatever the number of servers."""
+    return McpServer.objects.defer("tools", "capabilities", "instructions").select_related("authorization")
+
+
+def workers_shown(now: datetime) -> list[WorkerHeartbeat]:
+    """The workers panel: every live worker; one that stopped cleanly for STOPPED_SHOWN after it said so
+    (its figures are gone with it); one that fell silent without saying so for a day (an incident)."""
+    silent = Q(stopped_at__isnull=True, last_beat_at__gte=now - timedelta(days=1))
+    return list(WorkerHeartbeat.objects.filter(silent | Q(stopped_at__gte=now - STOPPED_SHOWN))[:20])
+
+
+def long_running() -> list[RemoteTask]:
+    """The oldest active tasks: the first few of each active status, merged. Each is read in the order
+    of index task_status_age and stops after a few rows; the servers are a subquery, not a join, or
+    SQLite loops over servers outside and sorts every active task of each (about 15 ms at 100k tasks)."""
+    watched = McpServer.objects.filter(enabled=True, archived=False).values("pk")  # as active()
+    oldest: list[RemoteTask] = []
+    for status in ("working", "input_required"):
+        rows = RemoteTask.objects.for_list().filter(status=status, expired=False, server_id__in=watched)
+        oldest += rows.order_by("created_at")[:LONG_RUNNING]
+    return sorted(oldest, key=lambda task: (task.created_at, task.pk))[:LONG_RUNNING]
+
+
+def hourly_chart(now: datetime) -> dict[str, Any]:
+    """Started and finished per hour over the last 24 hours, as bars for a server-side SVG; hours are
+    labelled in the reader's zone (the counts are kept per UTC hour; every zone in use today is a
+    whole number of hours away, apart from a few at :30 and :45, whose labels then say so)."""
+    start = (now - timedelta(hours=23)).replace(minute=0, second=0, microsecond=0)
+    started, finished = counts.per_hour(start)
+    hours = [start + timedelta(hours=i) for i in range(24)]
+    peak = max([1, *started.values(), *finished.values()])
+    bars = []
+    for i, hour in enumerate(hours):
+        s, f = started.get(hour, 0), finished.get(hour, 0)
+        local = timezone.localtime(hour)
+        bars.append(
+            {
+                "x": i * CHART_SLOT + 4,
+                "label": local.strftime("%H") if local.minute == 0 else local.strftime("%H:%M"),
+                # Labels every third hour (every sixth on a phone: app.css), whatever the zone's offset.
+                "tick": local.hour % 3 == 0,
+                "major": local.hour % 6 == 0,
+                "range": f"{local:%H:%M}-{timezone.localtime(hour + timedelta(hours=1)):%H:%M}",
+                "started": s,
+                "finished": f,
+                "h_started": round(CHART_HEIGHT * s / peak),
+                "h_finished": round(CHART_HEIGHT * f / peak),
+                "y_started": CHART_HEIGHT - round(CHART_HEIGHT * s / peak),
+                "y_finished": CHART_HEIGHT - round(CHART_HEIGHT * f / peak),
+            }
+        )
+    return {
+        "bars": bars,
+        "peak": peak,
+        "total_started": sum(started.values()),
+        "total_finished": sum(finished.values()),
+        "zone": timezone.get_current_timezone_name(),
+        "width": CHART_SLOT * 24,
+        "half": CHART_HEIGHT // 2,
+    }
+
+
+def answer_times() -> list[dict[str, Any]]:
+    """Time to answer (first seen → answered) p50 and p90 per server, over the latest ANSWER_SAMPLE
+    answered input requests: one query, bounded whatever the number of requests."""
+    rows = (
+        InputRequest.objects.filter(answered_at__isnull=False)
+        .order_by("-id")
+        .values_list("task__server__name", "first_seen_at", "answered_at")[:ANSWER_SAMPLE]
+    )
+    waits: dict[str, list[float]] = {}
+    for server, seen, answered in rows:
+        if answered is None:
+            continue
+        waits.setdefault(server, []).append(max(0.0, (answered - seen).total_seconds()))
+    return [
+        {"server": server, "count": len(values), "p50": percentile(values, 50), "p90": percentile(values, 90)}
+        for server, values in sorted(waits.items())
+    ]
+
+
+def percentile(values: list[float], rank: int) -> float:
+    """The nearest-rank percentile: the smallest value with at least `rank`% of values at or below it."""
+    ordered = sorted(values)
+    index = max(0, -(-rank * len(ordered) // 100) - 1)
+    return ordered[min(index, len(ordered) - 1)]
