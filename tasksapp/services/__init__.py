@@ -1,4 +1,20 @@
-"""The only code that writes models. Views, the worker, the admin and the commands all call these."""
+"""The code that writes the task mirror and its servers. Views, the worker, the admin and the
+commands call these.
+
+Writes owned elsewhere, each by the one module named (tests/test_writers.py holds this list):
+- tasksapp.engine.store: the worker's own bookkeeping: leases and poll schedules on RemoteTask,
+  its WorkerHeartbeat row;
+- tasksapp.notify.scan, tasksapp.notify.security, tasksapp.notify.send: the notification outbox
+  and the scan's cursors (NotificationOutbox, NotifyCursor);
+- tasksapp.prefs: a person's display preferences (UserPreference, prefs.preference_set);
+- tasksapp.sessions: the session store's rows;
+- tasksapp.login_throttle: the login throttle's attempt rows (django-axes);
+- tasksapp.permissions: the role groups, at migrate;
+- tasksapp.management.commands.demo: the demo's users;
+- tasksapp.healthcheck: /healthz's write probe (its Chore row);
+- still to move here: tasksapp.views.notify (a person's NotificationPreference) and
+  tasksapp.admin (a server's roots and enabled flag after server_create/server_update).
+"""
 
 from tasksapp.services.calls import (
     CallStarted,
