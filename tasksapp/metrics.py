@@ -7,18 +7,12 @@ died stops being reported once its heartbeat is older than the lease. Each scrap
 registry with one collector; it runs a fixed number of queries whatever the number of tasks.
 """
 
-import asyncio
 import logging
-import time
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import connection
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
@@ -32,7 +26,6 @@ from tasksapp.traffic import all_traffic
 log = logging.getLogger(__name__)
 
 ANSWER_BUCKETS = (5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
-CHANNEL_CHECK_SECONDS = 2.0
 
 
 def live_heartbeats() -> list[WorkerHeartbeat]:
@@ -209,68 +202,3 @@ def exposition() -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DashboardCollector())
     return generate_latest(registry)
-
-
-# --- /healthz ---------------------------------------------------------------------------------
-
-
-def health(*, require_workers: bool) -> tuple[bool, dict[str, Any]]:
-    """(healthy, report). Nothing in the report is secret: no names, URLs, hosts or errors' details."""
-    checks = {"database": _database(), "channel_layer": _channel_layer(), "workers": _workers()}
-    needed = ["database", "channel_layer", *(["workers"] if require_workers else [])]
-    healthy = all(checks[name]["ok"] for name in needed)
-    return healthy, {"status": "ok" if healthy else "unavailable", "checks": checks}
-
-
-def _timed(check: Any) -> dict[str, Any]:
-    started = time.perf_counter()
-    try:
-        details = check()
-        ok = True
-    except Exception as exc:  # a health check reports every failure, whatever it is
-        details, ok = {"error": type(exc).__name__}, False
-    return {"ok": ok, "ms": round((time.perf_counter() - started) * 1000, 1), **details}
-
-
-def _database() -> dict[str, Any]:
-    def check() -> dict[str, Any]:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-        return {"vendor": connection.vendor}
-
-    return _timed(check)
-
-
-def _channel_layer() -> dict[str, Any]:
-    """A message sent to a fresh channel of this process's layer, and received back."""
-
-    async def round_trip() -> None:
-        layer = get_channel_layer()
-        assert layer is not None, "no channel layer configured"
-        channel = await layer.new_channel(prefix=f"healthz.{uuid.uuid4().hex[:8]}")
-        await layer.send(channel, {"type": "healthz.ping"})
-        async with asyncio.timeout(CHANNEL_CHECK_SECONDS):
-            await layer.receive(channel)
-
-    def check() -> dict[str, Any]:
-        async_to_sync(round_trip)()
-        backend = str(settings.CHANNEL_LAYERS["default"]["BACKEND"]).rsplit(".", 1)[-1]
-        return {"backend": backend}
-
-    return _timed(check)
-
-
-def _workers() -> dict[str, Any]:
-    def check() -> dict[str, Any]:
-        beats = live_heartbeats()
-        lags = [beat.lag_p99_ms for beat in beats if beat.lag_p99_ms is not None]
-        return {
-            "alive": len(beats),
-            "tasks_held": sum(beat.tasks_held for beat in beats),
-            "schedule_lag_p99_ms": max(lags) if lags else None,
-        }
-
-    result = _timed(check)
-    result["ok"] = bool(result["ok"] and result.get("alive"))
-    return result

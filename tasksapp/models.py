@@ -894,4 +894,5 @@ from tasksapp.notify.models import (  # noqa: E402, F401
     NotifyCursor,
 )
 from tasksapp.prefs import UserPreference  # noqa: E402, F401
+from tasksapp.retention.models import Chore  # noqa: E402, F401
 from tasksapp.sessions import HashedSession  # noqa: E402, F401

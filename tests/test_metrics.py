@@ -1,7 +1,7 @@
 """Operations (issue 12 #11): Prometheus /metrics (a token or a login) with worker figures carried in
 heartbeat rows, and /healthz for load balancers (no login, no secrets, 200/503)."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -110,30 +110,88 @@ def test_metrics_report_tasks_inputs_answers_and_the_workers_figures(
     assert got[("mcp_worker_schedule_lag_seconds", (("quantile", "0.99"), *worker))] >= 0
 
 
-def test_healthz_reports_database_channel_layer_and_workers_without_login() -> None:
-    response = Client().get(reverse("tasks:healthz"))
-    assert response.status_code == 200
-    report = response.json()
+def test_healthz_reports_database_channel_layer_and_workers() -> None:
+    url = reverse("tasks:healthz")
+    anonymous = Client().get(url)
+    assert anonymous.status_code == 200
+    assert anonymous.json() == {"status": "ok", "failed": []}  # a load balancer: the status only
+    viewer = logged_in(person("vera", "viewer"))
+    report = viewer.get(url).json()
     assert report["status"] == "ok"
-    assert report["checks"]["database"]["ok"] and report["checks"]["channel_layer"]["ok"]
-    assert report["checks"]["workers"] == {**report["checks"]["workers"], "ok": False, "alive": 0}
+    checks = report["checks"]
+    assert checks["database"]["ok"] and checks["database_write"]["ok"] and checks["channel_layer"]["ok"]
+    assert checks["workers"] == {**checks["workers"], "ok": False, "alive": 0}
+    assert checks["worker_heartbeat"] == {**checks["worker_heartbeat"], "ok": True, "age_seconds": None}
 
-    strict = Client().get(reverse("tasks:healthz"), {"require": "workers"})
-    assert strict.status_code == 503 and strict.json()["status"] == "unavailable"
+    strict = Client().get(url, {"require": "workers"})
+    assert strict.status_code == 503 and strict.json() == {"status": "unavailable", "failed": ["workers"]}
 
-    WorkerHeartbeat.objects.create(
-        worker="host-1:42",
-        hostname="host-1",
-        pid=42,
-        started_at=timezone.now(),
-        last_beat_at=timezone.now(),
-        lag_p99_ms=3.5,
-    )
-    healthy = Client().get(reverse("tasks:healthz"), {"require": "workers"})
+    beat(timezone.now(), lag_p99_ms=3.5)
+    healthy = viewer.get(url, {"require": "workers"})
     assert healthy.status_code == 200
     workers = healthy.json()["checks"]["workers"]
     assert workers["alive"] == 1 and workers["schedule_lag_p99_ms"] == 3.5
     assert "host-1" not in healthy.content.decode()  # nothing about the machines behind it
+    with override_settings(METRICS_TOKEN=TOKEN):
+        scraper = Client().get(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert scraper.json()["checks"]["workers"]["alive"] == 1
+
+
+def beat(at: datetime, **figures: float) -> WorkerHeartbeat:
+    return WorkerHeartbeat.objects.create(
+        worker=f"host-1:{WorkerHeartbeat.objects.count()}",
+        hostname="host-1",
+        pid=42,
+        started_at=at,
+        last_beat_at=at,
+        **figures,
+    )
+
+
+def test_healthz_is_503_naming_the_write_when_the_database_refuses_writes() -> None:
+    """SELECT 1 still works on a read-only database (after a failover) or a full disk; a write does not."""
+    url = reverse("tasks:healthz")
+    viewer = logged_in(person("vera", "viewer"))
+    assert Client().get(url).status_code == 200
+    read_only = (
+        "PRAGMA query_only = ON"
+        if connection.vendor == "sqlite"
+        else "SET default_transaction_read_only = on"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(read_only)
+    try:
+        refused = Client().get(url)
+        detailed = viewer.get(url).json()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "PRAGMA query_only = OFF"
+                if connection.vendor == "sqlite"
+                else "RESET default_transaction_read_only"
+            )
+    assert refused.status_code == 503
+    assert refused.json() == {"status": "unavailable", "failed": ["database_write"]}
+    assert detailed["checks"]["database"]["ok"] is True
+    assert detailed["checks"]["database_write"]["ok"] is False
+    assert Client().get(url).status_code == 200  # writable again
+
+
+def test_healthz_is_503_when_the_workers_stopped_beating() -> None:
+    """A worker that cannot write (or hangs) stops beating: three missed beats fail the check; a
+    worker gone for over an hour (removed without a clean stop) no longer counts. With
+    ?require=workers only: a load balancer keeps the pages."""
+    url, strict = reverse("tasks:healthz"), {"require": "workers"}
+    beat(timezone.now() - timedelta(seconds=20))  # alive (within the lease) but not beating
+    stale = Client().get(url, strict)
+    assert stale.status_code == 503 and stale.json()["failed"] == ["worker_heartbeat"]
+    report = logged_in(person("vera", "viewer")).get(url).json()["checks"]["worker_heartbeat"]
+    assert report["ok"] is False and report["age_seconds"] >= 20
+    assert Client().get(url).status_code == 200  # a load balancer's check: the pages still work
+    beat(timezone.now())
+    assert Client().get(url, strict).status_code == 200  # the newest beat counts: another worker writes
+    WorkerHeartbeat.objects.update(last_beat_at=timezone.now() - timedelta(hours=2))
+    assert Client().get(url, strict).json()["failed"] == ["workers"]  # gone for long: not alive
 
 
 def _redis_layer(url: str) -> dict[str, dict[str, object]]:
@@ -142,16 +200,19 @@ def _redis_layer(url: str) -> dict[str, dict[str, object]]:
 
 @pytest.mark.redis
 def test_healthz_round_trips_a_message_through_redis() -> None:
+    viewer = logged_in(person("vera", "viewer"))
     with override_settings(CHANNEL_LAYERS=_redis_layer("redis://127.0.0.1:6379")):
         for _ in range(2):  # a second probe on a later event loop works too
-            response = Client().get(reverse("tasks:healthz"))
+            response = viewer.get(reverse("tasks:healthz"))
             assert response.status_code == 200, response.content
             assert response.json()["checks"]["channel_layer"]["backend"] == "RedisChannelLayer"
 
 
 def test_healthz_is_503_when_the_channel_layer_is_unreachable() -> None:
+    viewer = logged_in(person("vera", "viewer"))
     with override_settings(CHANNEL_LAYERS=_redis_layer("redis://127.0.0.1:1")):
-        response = Client().get(reverse("tasks:healthz"))
-    assert response.status_code == 503
+        anonymous = Client().get(reverse("tasks:healthz"))
+        response = viewer.get(reverse("tasks:healthz"))
+    assert anonymous.status_code == 503 and anonymous.json()["failed"] == ["channel_layer"]
     layer = response.json()["checks"]["channel_layer"]
     assert layer["ok"] is False and "127.0.0.1" not in response.content.decode()

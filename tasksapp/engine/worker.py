@@ -9,15 +9,17 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from asgiref.sync import SyncToAsync
 from django.conf import settings
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.connections import CANNOT_WRITE, db_step
+from tasksapp.connections import CANNOT_WRITE, db_step, resilient
 from tasksapp.engine import chores, store
 from tasksapp.engine.health import ScheduleHealth
 from tasksapp.engine.listener import ListenSupervisor
@@ -116,6 +118,10 @@ class Worker:
         # Polled or pushed since the last heartbeat: when the server last vouched for each task.
         self._confirmed: dict[int, datetime] = {}
         self._polled: dict[int, datetime] = {}  # gateway tasks confirmed since the last stamp: when
+        # The heartbeat has a database thread (and connection) of its own: on the shared one it
+        # queued behind every poll's step, and after a database outage under load the backlog held
+        # it past the lease, so /healthz and the overview said "workers alive: 0" for a few seconds.
+        self._beat_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heartbeat")
 
     # --- the steps ------------------------------------------------------------------------
 
@@ -187,7 +193,7 @@ class Worker:
 
     async def beat(self) -> None:
         streams = sum(1 for listener in self.listeners.values() if listener.connected)
-        await db(store.heartbeat)(
+        await self._on_beat_thread(store.heartbeat)(
             self.name,
             started=self._started,
             held=len(self.tasks),
@@ -198,9 +204,15 @@ class Worker:
             lag_ms=self.stats.take_lag_ms(),
         )
         if self.health.verdict(self.name, timezone.now()):
-            await db(store.heartbeat_health)(
+            await self._on_beat_thread(store.heartbeat_health)(
                 self.name, behind_since=self.health.behind_since, note=self.health.note
             )
+
+    def _on_beat_thread[R](self, fn: Callable[..., R]) -> Callable[..., Coroutine[Any, Any, R]]:
+        step: Callable[..., Coroutine[Any, Any, R]] = SyncToAsync(
+            resilient(fn), thread_sensitive=False, executor=self._beat_thread
+        )
+        return step
 
     async def run(self, *, duration: float | None = None, once: bool = False) -> None:
         deadline = time.monotonic() + duration if duration is not None else None
@@ -220,6 +232,7 @@ class Worker:
         jobs = [
             asyncio.create_task(chores.follow_nudges(self)),
             asyncio.create_task(self._housekeeping()),
+            asyncio.create_task(self._beating()),
             asyncio.create_task(self._stamp_gateway_tasks()),
         ]
         try:
@@ -239,7 +252,7 @@ class Worker:
             await self.shutdown()
 
     async def _housekeeping(self) -> None:
-        """Leases, heartbeats, stuck answers and probes, beside the poll loop: a slow database statement
+        """Leases, stuck answers and probes, beside the poll loop: a slow database statement
         (renewing 10,000 leases) must never hold back a poll that is due."""
         next_beat = next_refresh = 0.0
         while True:
@@ -247,7 +260,6 @@ class Worker:
             try:
                 if now >= next_beat:
                     next_beat = now + self.heartbeat_seconds
-                    await self.beat()
                     await self.flush_confirmed()
                     await db(services.input_resend_stuck)(older_than_seconds=60)
                     await db(services.pending_calls_expire)()
@@ -263,6 +275,22 @@ class Worker:
             except Exception:  # the loop boundary: a database hiccup must not stop the worker
                 log.exception("worker %s: housekeeping failed; retrying", self.name)
             await asyncio.sleep(max(0.05, min(next_beat, next_refresh) - time.monotonic()))
+
+    async def _beating(self) -> None:
+        """A heartbeat every heartbeat_seconds, apart from housekeeping (whose steps wait for the
+        shared database thread); one that failed (the database away) is tried again within a
+        second, so the first write that works says the worker is alive."""
+        while True:
+            pause = self.heartbeat_seconds
+            try:
+                await self.beat()
+            except CANNOT_WRITE as exc:
+                log.warning("worker %s: could not write its heartbeat (%s); retrying", self.name, exc)
+                pause = min(1.0, pause)
+            except Exception:  # the loop boundary: the beat must outlive any one failure
+                log.exception("worker %s: heartbeat failed; retrying", self.name)
+                pause = min(1.0, pause)
+            await asyncio.sleep(pause)
 
     async def _stamp_gateway_tasks(self) -> None:
         """Every tenth of a second: when the server last confirmed the gateway tasks polled since."""
@@ -305,6 +333,8 @@ class Worker:
         await self.flush_polled()
         await db(store.release)(self.name)
         await db(store.heartbeat_stop)(self.name)
+        await self._on_beat_thread(_close_connections)()
+        self._beat_thread.shutdown(wait=False)
 
     # --- tracking -------------------------------------------------------------------------
 
@@ -495,6 +525,12 @@ class Worker:
         else:
             self._next_renew = 0.0
             self._wake.set()
+
+
+def _close_connections() -> None:
+    from django.db import connections
+
+    connections.close_all()
 
 
 def _apply_snapshot(pk: int, snapshot: DetailedTask, source: str) -> bool:

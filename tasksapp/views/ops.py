@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from tasksapp import exports, metrics, search, services
+from tasksapp import exports, healthcheck, metrics, search, services
 from tasksapp.models import McpServer
 from tasksapp.permissions import CANCEL, MANAGE_SERVERS, VIEW, can, require
 from tasksapp.views.common import not_cross_site, page
@@ -37,8 +37,11 @@ def _token_ok(request: HttpRequest) -> bool:
 @login_not_required
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 or 503 for load balancers. ?require=workers also fails when no worker is alive."""
-    healthy, report = metrics.health(require_workers=request.GET.get("require") == "workers")
+    """200 or 503 for load balancers, naming the failed checks; ?require=workers also fails when no
+    worker is alive. The figures only for METRICS_TOKEN or a signed-in viewer (tasksapp.healthcheck)."""
+    healthy, report = healthcheck.health(require_workers=request.GET.get("require") == "workers")
+    if not (_token_ok(request) or can(request.user, VIEW)):
+        report = healthcheck.public(report)
     return JsonResponse(report, status=200 if healthy else 503)
 
 
