@@ -34,7 +34,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasksapp.consumers",
             "tasksapp.gateway",
             "tasksapp.admin",
-            "tasksapp.notify.admin",
             "tasksapp.management",
             "tasksapp.apps",
             "tasksapp.checks",
@@ -108,8 +107,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 # Circles today, and what opens each (issue 22 step 3).
 KNOWN_CIRCLES: set[frozenset[str]] = {
-    # ReadOnlyAdmin into an admin base module both use.
-    frozenset({"tasksapp.admin", "tasksapp.notify.admin"}),
     # The worker as cooperating objects: chores and the listener take interfaces, not the Worker.
     frozenset({"tasksapp.engine.chores", "tasksapp.engine.listener", "tasksapp.engine.worker"}),
     # Errors and audit out of services/common.py, which then need not import services/oauth.py.

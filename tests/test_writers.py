@@ -32,7 +32,7 @@ OWNERS = {
     "tasksapp.permissions",
     "tasksapp.management.commands.demo",
     "tasksapp.views.notify",
-    "tasksapp.admin",
+    "tasksapp.admin.mirror",
     "tasksapp.healthcheck",  # /healthz's write probe (a branch in flight adds the module)
 }
 NOT_MIRROR = ("migrations", "mcpclient", "demoserver")  # no models there (migrations: history)

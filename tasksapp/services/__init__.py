@@ -13,7 +13,7 @@ Writes owned elsewhere, each by the one module named (tests/test_writers.py hold
 - tasksapp.management.commands.demo: the demo's users;
 - tasksapp.healthcheck: /healthz's write probe (its Chore row);
 - still to move here: tasksapp.views.notify (a person's NotificationPreference) and
-  tasksapp.admin (a server's roots and enabled flag after server_create/server_update).
+  tasksapp.admin.mirror (a server's roots and enabled flag after server_create/server_update).
 """
 
 from tasksapp.services.calls import (

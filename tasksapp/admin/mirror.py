@@ -1,4 +1,5 @@
-"""The admin site for administrators. Mirrored data is read-only; actions go through the services."""
+"""The mirror in the admin site: servers and agents (edited through the services), tasks and their
+records read-only."""
 
 import json
 from typing import Any
@@ -12,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp import services
+from tasksapp.admin.base import ReadOnlyAdmin
 from tasksapp.mcpclient.wire import parse_header_lines
 from tasksapp.models import (
     Agent,
@@ -24,19 +26,6 @@ from tasksapp.models import (
     WorkerHeartbeat,
 )
 from tasksapp.services.agents import agent_create, agent_revoke, agent_update
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic only in django-stubs
-    """Rows the servers or the services own: viewable, never edited by hand."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class McpServerForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -317,7 +306,3 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
         "pushes",
         "streams_open",
     ]
-
-
-# notifications (issue 12 item 7): their admin lives with them
-from tasksapp.notify import admin as _notify_admin  # noqa: E402, F401

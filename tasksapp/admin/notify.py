@@ -1,4 +1,4 @@
-"""Notifications in the admin site (imported by tasksapp/admin.py): each user's choices, and the
+"""Notifications in the admin site: each user's choices, and the
 outbox read-only, with a "retry now" action that goes through the send module's service."""
 
 from django.contrib import admin, messages
@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp.admin import ReadOnlyAdmin
+from tasksapp.admin.base import ReadOnlyAdmin
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.send import outbox_retry
 
