@@ -4,17 +4,30 @@ Every message carries its publisher (`src`, one per process) and a number counti
 publisher and group (`seq`): a process's live hub that sees a number skipped knows a message was
 dropped on the way (a full channel drops silently) and has its pages catch up instead of showing
 an old state (tasksapp/live/hub.py).
+
+Nothing that writes the mirror waits for the channel layer (issue 20): a change is numbered and
+handed to one publisher thread per process, which sends in number order on its own event loop.
+Before, the send ran in the commit's on_commit hook, on the one database thread the worker and the
+Daphne views share: while Redis was slow or away (connect timeouts, a stalled socket) every
+following mirror write waited behind it, and completions reached the database 13-18 s late during
+a 15 s Redis outage. A publisher whose queue is full (Redis away for long) drops the newest
+message; the number it took stays skipped, so the pages see the gap and catch up. The in-memory
+layer (one process, no network) is still sent to at once: it cannot stall, and its queues belong
+to the event loop that reads them.
 """
 
+import asyncio
 import hashlib
 import logging
+import queue
 import secrets
 import threading
+import time
 from collections import defaultdict
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
@@ -82,16 +95,106 @@ def _deactivated(sender: Any, instance: Any, **kwargs: Any) -> None:
         transaction.on_commit(lambda: end_sessions([user_group(instance.pk)]))
 
 
+PUBLISH_QUEUE_MAX = 10_000  # messages waiting for the channel layer before the newest are dropped
+LOG_EVERY_SECONDS = 60.0
+
+
 def _send(groups: list[str], message: dict[str, object]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     for group in groups:
+        # Numbered under one lock (no I/O under it), so a group's messages leave in number order.
+        with _sequence_lock:
+            _sequence[group] += 1
+            numbered = {**message, "group": group, "src": SOURCE, "seq": _sequence[group]}
+            if not isinstance(layer, InMemoryChannelLayer):
+                _publisher.put(layer, group, numbered)
+                continue
         try:
-            # Numbered and sent under one lock, so a group's messages leave in number order.
-            with _sequence_lock:
-                _sequence[group] += 1
-                numbered = {**message, "group": group, "src": SOURCE, "seq": _sequence[group]}
-                async_to_sync(layer.group_send)(group, numbered)
+            async_to_sync(layer.group_send)(group, numbered)
         except Exception:  # a broken channel layer must never undo or break a committed change
             log.exception("could not publish %s to %s", message.get("type"), group)
+
+
+class _Publisher:
+    """One daemon thread with its own event loop that sends what `_send` queued, in order."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[Any, str, dict[str, object]]] = queue.Queue(PUBLISH_QUEUE_MAX)
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.dropped = 0
+        self._failing = False
+        self._failed = 0
+        self._logged_at = float("-inf")
+
+    def put(self, layer: Any, group: str, message: dict[str, object]) -> None:
+        self._ensure_thread()
+        try:
+            self._queue.put_nowait((layer, group, message))
+        except queue.Full:
+            self.dropped += 1
+            now = time.monotonic()
+            if now - self._logged_at >= LOG_EVERY_SECONDS:
+                self._logged_at = now
+                log.warning(
+                    "live: %d message(s) waiting for the channel layer; dropping new ones (%d so far, "
+                    "the pages catch up)",
+                    PUBLISH_QUEUE_MAX,
+                    self.dropped,
+                )
+
+    def pending(self) -> int:
+        return self._queue.unfinished_tasks
+
+    def wait_sent(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def _ensure_thread(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="channel-layer-publisher", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        while True:
+            layer, group, message = self._queue.get()
+            try:
+                loop.run_until_complete(self._send_one(layer, group, message))
+            finally:
+                self._queue.task_done()
+
+    async def _send_one(self, layer: Any, group: str, message: dict[str, object]) -> None:
+        try:
+            await layer.group_send(group, message)
+        except Exception as exc:  # Redis away: one line when it starts failing, one when it is back
+            self._failed += 1
+            if not self._failing:
+                self._failing = True
+                log.warning("live: could not publish to the channel layer (%s); pages catch up", exc)
+        else:
+            if self._failing:
+                log.info("live: publishing again (%d message(s) were lost meanwhile)", self._failed)
+                self._failing, self._failed = False, 0
+
+
+_publisher = _Publisher()
+
+
+def publish_pending() -> int:
+    """Messages queued for the channel layer and not yet sent (or being sent)."""
+    return _publisher.pending()
+
+
+def wait_sent(timeout: float = 10.0) -> bool:
+    """Wait until every message queued so far has been sent (or failed); False on timeout."""
+    return _publisher.wait_sent(timeout)

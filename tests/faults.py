@@ -114,6 +114,52 @@ class PartitionProxy(OutageProxy):
             self._clients.pop(writer, None)
 
 
+class StallProxy(OutageProxy):
+    """An OutageProxy that can also stall: connections are accepted and kept, but no byte moves
+    either way until `resume()`, as when a server (Redis) hangs or a network path black-holes."""
+
+    def __init__(self, target_port: int) -> None:
+        self._flowing: asyncio.Event | None = None
+        super().__init__(target_port)
+        self._flowing = asyncio.run_coroutine_threadsafe(self._event(), self._loop).result(5)
+
+    async def _event(self) -> asyncio.Event:
+        event = asyncio.Event()
+        event.set()
+        return event
+
+    def stall(self) -> None:
+        assert self._flowing is not None
+        self._loop.call_soon_threadsafe(self._flowing.clear)
+
+    def resume(self) -> None:
+        assert self._flowing is not None
+        self._loop.call_soon_threadsafe(self._flowing.set)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._writers.update((writer, up_writer))
+
+        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    if self._flowing is not None:
+                        await self._flowing.wait()
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.transport.abort() if dst.transport else None
+
+        await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+        self._writers.difference_update((writer, up_writer))
+
+
 class _Replay:
     """A StreamReader that yields the bytes already read first."""
 
@@ -130,6 +176,12 @@ class _Replay:
 @contextmanager
 def partition_proxy(target_url: str) -> Iterator[PartitionProxy]:
     with _proxy(PartitionProxy, target_url) as proxy:
+        yield proxy
+
+
+@contextmanager
+def stall_proxy(target_url: str) -> Iterator[StallProxy]:
+    with _proxy(StallProxy, target_url) as proxy:
         yield proxy
 
 

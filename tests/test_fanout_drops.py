@@ -48,6 +48,7 @@ def figure(text: str, name: str, label: str) -> float:
 def publish(task_id: int, count: int = 1) -> None:
     for _ in range(count):
         events._send([events.TASKS], {"type": "task.changed", "id": task_id})
+    assert events.wait_sent()  # sent by the publisher thread (tasksapp/events.py)
 
 
 def fill_and_lose(filler: Any, lost: Any) -> None:
@@ -57,6 +58,7 @@ def fill_and_lose(filler: Any, lost: Any) -> None:
     message saying that `lost` expired."""
     publish(filler.pk, CAPACITY + 1)
     services.task_mark_expired(task=lost, reason="gone")
+    assert events.wait_sent()
     publish(filler.pk, 2)
 
 
