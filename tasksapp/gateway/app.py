@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from tasksapp import crypto
-from tasksapp.gateway.auth import Authenticator, Caller, RateLimiter, no_such_server
+from tasksapp.gateway.auth import Authenticator, Caller, RateLimiter, no_such_server, refuse_token_in_url
 from tasksapp.gateway.envelope import Call, check_call, check_duplicates, check_notification, parse_message
 from tasksapp.gateway.errors import GatewayError, internal, invalid_request, method_not_found
 from tasksapp.gateway.forward import forward
@@ -55,7 +55,7 @@ class GatewayApp:
         self.limiter = RateLimiter()
         self.tasks = TaskMethods(self.upstreams)
         self.params = ParamHeaders()
-        self.listens = Listens(self.tasks)
+        self.listens = Listens(self.tasks, self.authenticate)
         self.traffic = TrafficCounter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -84,6 +84,7 @@ class GatewayApp:
     async def _serve(self, scope: Scope, receive: Receive, send: Send, seen: "Seen") -> None:
         headers = Headers(scope["headers"])
         check_host_and_origin(scope, headers)
+        refuse_token_in_url(scope)
         match = _PATH.match(scope["path"])
         if match is None:
             raise no_such_server()

@@ -8,15 +8,17 @@ such server, or an archived one: HTTP 404, the same answer for all three (nothin
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 from django.db.models import F
 
 from tasksapp.connections import db_step
 from tasksapp.gateway.cache import Callers, settings_generation
 from tasksapp.gateway.errors import NOT_FOUND, RATE_LIMITED, UNAUTHORIZED, GatewayError
-from tasksapp.gateway.http import Headers
+from tasksapp.gateway.http import Headers, Scope
+from tasksapp.mcpclient.errors import INVALID_REQUEST
 from tasksapp.models import LARGE_SERVER_COLUMNS, Agent, McpServer
-from tasksapp.services.agents import token_digest
+from tasksapp.services.agents import TOKEN_PREFIX, token_digest
 
 CHALLENGE = [(b"www-authenticate", b'Bearer realm="mcp-tasks-dashboard gateway"')]
 
@@ -27,6 +29,7 @@ class Caller:
 
     agent: Agent
     server: McpServer
+    digest: str = ""  # of the token it came with: a listen stream asks again whether it still admits
 
 
 def unauthorized(why: str) -> GatewayError:
@@ -45,6 +48,26 @@ def bearer_token(headers: Headers) -> str:
     if len(values) > 1 or scheme.lower() != "bearer" or not token.strip():
         raise unauthorized("send 'Authorization: Bearer <agent token>'")
     return token.strip()
+
+
+# Query parameters that clients and proxies use for credentials.
+_CREDENTIAL_PARAMS = frozenset({"access_token", "token", "api_key", "apikey", "key", "auth", "authorization"})
+
+
+def refuse_token_in_url(scope: Scope) -> None:
+    """A credential in the query string is refused (HTTP 400), never used: URLs end up in access
+    logs, proxies and browser history, where a bearer token is as good as stolen."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    if not query:
+        return
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key.lower() in _CREDENTIAL_PARAMS or TOKEN_PREFIX in value:
+            raise GatewayError(
+                400,
+                INVALID_REQUEST,
+                "Never put the agent token in the URL (it is logged there): send it as "
+                "'Authorization: Bearer <agent token>', and renew a token that was in a URL",
+            )
 
 
 def _resolve(digest: str, server_id: int) -> Caller | bool | None:
@@ -66,7 +89,7 @@ def _resolve(digest: str, server_id: int) -> Caller | bool | None:
     if server is not None:
         row: Any = server
         agent = Agent(pk=row.agent_pk, name=row.agent_name, rate_limit_per_minute=row.agent_rate)
-        return Caller(agent=agent, server=server)
+        return Caller(agent=agent, server=server, digest=digest)
     if Agent.objects.filter(token_hash=digest, revoked_at__isnull=True).exists():
         return False
     return None
@@ -83,7 +106,18 @@ class Authenticator:
         self.callers: Callers[Caller] = Callers()
 
     async def __call__(self, headers: Headers, server_id: int) -> Caller:
-        digest = token_digest(bearer_token(headers))
+        return await self.resolve(token_digest(bearer_token(headers)), server_id)
+
+    async def still_allowed(self, caller: Caller) -> bool:
+        """Whether the caller's token still admits it to its server (an answer at most
+        MCP_GATEWAY_CACHE_MS old): a stream opened before a revocation ends soon after it."""
+        try:
+            await self.resolve(caller.digest, caller.server.pk)
+        except GatewayError:
+            return False
+        return True
+
+    async def resolve(self, digest: str, server_id: int) -> Caller:
         kept = self.callers.get(digest, server_id)
         if kept is not None:
             return kept

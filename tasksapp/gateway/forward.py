@@ -40,18 +40,26 @@ async def forward(upstreams: Upstreams, params: ParamHeaders, caller: Caller, ca
     extra = {f"Mcp-Param-{name}": value for name, value in call.param_headers}
     if call.method == "tools/call":
         extra = await params.for_call(server, tool, call.params.get("arguments"), call.param_headers)
+    stream = SseResponse(send)
+    request_id: int | str = 0 if call.id is None else call.id  # a Call is a request: never None
     try:
         async with upstreams.client(server) as client:
             async with asyncio.timeout(client.relay_deadline(call.method)):
                 relayed = await client.relay(
-                    call.method, call.id or 0, call.params, capabilities=capabilities, extra_headers=extra
+                    call.method, request_id, call.params, capabilities=capabilities, extra_headers=extra
                 )
                 try:
-                    return await _pass_on(relayed, caller, call, send)
+                    return await _pass_on(relayed, caller, call, send, stream)
                 finally:
                     await relayed.aclose()
     except TimeoutError:
-        raise GatewayError(504, UPSTREAM_FAILED, f"{server.name} did not answer in time") from None
+        late = GatewayError(504, UPSTREAM_FAILED, f"{server.name} did not answer in time", request_id=call.id)
+        if not stream.opened:
+            raise late from None
+        # The agent's stream is open (its headers went out): the answer ends it, as an error.
+        await stream.message(late.body())
+        await stream.close()
+        return "error"
     except AuthorizationRequired as exc:
         await db_step(oauth_mark_needed)(server_id=server.pk, exc=exc)
         raise _unreachable(server.name, "it needs authorization: an admin must connect it") from None
@@ -63,13 +71,13 @@ def _unreachable(name: str, why: str) -> GatewayError:
     return GatewayError(502, UPSTREAM_FAILED, f"The gateway could not reach {name}: {why}")
 
 
-async def _pass_on(relayed: Relayed, caller: Caller, call: Call, send: Send) -> str:
+async def _pass_on(relayed: Relayed, caller: Caller, call: Call, send: Send, stream: SseResponse) -> str:
     if relayed.status in _REFUSED:
         raise _unreachable(
             caller.server.name, f"it refused the dashboard's credentials (HTTP {relayed.status})"
         )
     if relayed.kind == "sse":
-        return await _pass_on_stream(relayed, caller, call, send)
+        return await _pass_on_stream(relayed, caller, call, stream)
     body = await relayed.body()
     message = await relayed.json() if relayed.kind == "json" else None
     outcome = "error" if relayed.status >= 400 or _is_error(message) else "ok"
@@ -86,8 +94,7 @@ async def _pass_on(relayed: Relayed, caller: Caller, call: Call, send: Send) -> 
     return outcome
 
 
-async def _pass_on_stream(relayed: Relayed, caller: Caller, call: Call, send: Send) -> str:
-    stream = SseResponse(send)
+async def _pass_on_stream(relayed: Relayed, caller: Caller, call: Call, stream: SseResponse) -> str:
     await stream.open(relayed.status)
     outcome, after = "error", None
     try:

@@ -8,7 +8,9 @@ away and whenever it changes: changes reach the stream from the mirror (the proc
 hands it every task change, whoever made it), and while nothing else keeps the mirror fresh the
 stream reads through at the task's poll interval, as tasks/get does (one poller in all). A task is
 dropped from the stream once its terminal state was sent. `: ping` every
-MCP_GATEWAY_KEEPALIVE_SECONDS; the stream lasts until the agent closes it.
+MCP_GATEWAY_KEEPALIVE_SECONDS; the stream lasts until the agent closes it, or until its token no
+longer admits it to the server (revoked, or the server taken out of its scope): asked again every
+MCP_GATEWAY_CACHE_MS (at least every second), the stream then ends.
 """
 
 import asyncio
@@ -17,6 +19,7 @@ import json
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +28,7 @@ from django.utils import timezone
 
 from tasksapp import crypto, events
 from tasksapp.connections import db_step
-from tasksapp.gateway.auth import Caller
+from tasksapp.gateway.auth import Authenticator, Caller
 from tasksapp.gateway.envelope import Call
 from tasksapp.gateway.errors import RATE_LIMITED, GatewayError, invalid_params, missing_tasks_capability
 from tasksapp.gateway.http import SSE_PING, Receive, Send, SseResponse, wait_for_disconnect
@@ -42,8 +45,8 @@ JsonObject = dict[str, Any]
 class Listens:
     """The listen streams of this process, at most MCP_GATEWAY_MAX_STREAMS open per agent."""
 
-    def __init__(self, tasks: TaskMethods) -> None:
-        self.tasks = tasks
+    def __init__(self, tasks: TaskMethods, authenticator: Authenticator) -> None:
+        self.tasks, self.authenticator = tasks, authenticator
         self.open: defaultdict[int, int] = defaultdict(int)
 
     async def serve(self, caller: Caller, call: Call, receive: Receive, send: Send) -> None:
@@ -61,7 +64,9 @@ class Listens:
         watched = await db_step(_own)(caller, wanted)
         self.open[caller.agent.pk] += 1
         try:
-            await ListenStream(self.tasks, caller, call, watched, send).run(receive)
+            stream = ListenStream(self.tasks, caller, call, watched, send)
+            stream.allowed = self.authenticator.still_allowed
+            await stream.run(receive)
         finally:
             self.open[caller.agent.pk] -= 1
 
@@ -104,6 +109,8 @@ class ListenStream:
         self.wake = asyncio.Event()
         self.stream = SseResponse(send)
         self.ping_at = 0.0
+        self.allowed: Callable[[Caller], Awaitable[bool]] | None = None
+        self.check_at = 0.0  # when (monotonic) to ask again whether the token still admits the agent
 
     # --- the hub's Member protocol -------------------------------------------------------
 
@@ -131,7 +138,7 @@ class ListenStream:
         gone = asyncio.ensure_future(wait_for_disconnect(receive))
         await hub().join(events.TASKS, self)
         try:
-            while not gone.done():
+            while not gone.done() and await self._still_allowed():
                 await self._push_pending()
                 await self._sleep(gone)
         finally:
@@ -139,6 +146,21 @@ class ListenStream:
             await hub().leave(self)
             with contextlib.suppress(Exception):
                 await self.stream.close()
+
+    async def _still_allowed(self) -> bool:
+        """False once the agent's token was revoked or the server left its scope: the stream ends."""
+        now = time.monotonic()
+        if self.allowed is None or now < self.check_at:
+            return True
+        self.check_at = now + _check_seconds()
+        if await self.allowed(self.caller):
+            return True
+        log.info(
+            "gateway listen: agent %s may no longer use %s; its stream ends",
+            self.caller.agent,
+            self.caller.server,
+        )
+        return False
 
     def _ack(self, honoured: list[str]) -> JsonObject:
         return {
@@ -151,7 +173,7 @@ class ListenStream:
         """Until a change, the next read-through due, the next keep-alive, or the agent leaving."""
         if self.pending:
             return  # delivered while the last ones were being pushed
-        wake_at = min([self.ping_at, *self.due.values()])
+        wake_at = min([self.ping_at, self.check_at, *self.due.values()])
         self.wake.clear()
         waiter = asyncio.ensure_future(self.wake.wait())
         either: set[asyncio.Future[Any]] = {waiter, gone}
@@ -190,6 +212,10 @@ class ListenStream:
         params = {**view, "_meta": {META_SUBSCRIPTION: self.call.id}}
         await self.stream.message({"jsonrpc": "2.0", "method": "notifications/tasks", "params": params})
         self.ping_at = time.monotonic() + settings.MCP_GATEWAY_KEEPALIVE_SECONDS
+
+
+def _check_seconds() -> float:
+    return max(1.0, settings.MCP_GATEWAY_CACHE_MS / 1000.0)
 
 
 def _seconds_until_stale(task: MirroredTask) -> float:

@@ -2,14 +2,15 @@
 tasks only, also in front of a server that has no listen of its own (fastmcp-tasks)."""
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tasksapp.models import McpServer
-from tasksapp.services.agents import agent_create
+from tasksapp.models import Agent, McpServer
+from tasksapp.services.agents import agent_create, agent_revoke
 from tests.gateway.support import envelope, error, headers_for, post, result
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -84,3 +85,20 @@ def test_listen_for_tasks_without_the_tasks_capability_is_refused(demo_url: str,
         demo_url, token, "subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, capabilities={}
     )
     assert (response.status_code, error(response)["code"]) == (400, -32021)
+
+
+def test_a_listen_stream_opened_before_its_agent_was_revoked_ends_soon_after(
+    demo_url: str, bot: tuple[Agent, str]
+) -> None:
+    agent, token = bot
+    started = result(post(demo_url, token, "tools/call", {"name": "run_forever", "arguments": {"delay": 30}}))
+    frames = listen(demo_url, token, [started["taskId"]])
+    assert next(frames)["method"] == "notifications/subscriptions/acknowledged"
+    agent_revoke(agent=agent, user=None)  # in another process, as from the CLI
+    rest: list[dict[str, Any]] = []
+    reader = threading.Thread(target=lambda: rest.extend(frames), daemon=True)
+    reader.start()
+    reader.join(20)  # keep-alives every 15 s would hold a stream that does not end open for ever
+    assert not reader.is_alive(), "the stream outlived the revocation"
+    assert all(frame["method"] == "notifications/tasks" for frame in rest)
+    assert post(demo_url, token, "tools/list").status_code == 401
