@@ -109,15 +109,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 KNOWN_CIRCLES: set[frozenset[str]] = {
     # The worker as cooperating objects: chores and the listener take interfaces, not the Worker.
     frozenset({"tasksapp.engine.chores", "tasksapp.engine.listener", "tasksapp.engine.worker"}),
-    # Errors and audit out of services/common.py, which then need not import services/oauth.py.
-    frozenset(
-        {
-            "tasksapp.services.common",
-            "tasksapp.services.oauth",
-            "tasksapp.services.oauth_issuer",
-            "tasksapp.services.oauth_store",
-        }
-    ),
 }
 # Imports from a lower layer up to a higher one today (importer, imported).
 KNOWN_UPWARD: set[tuple[str, str]] = set()

@@ -16,8 +16,8 @@ from tasksapp.engine import store
 from tasksapp.engine.listener import ListenSupervisor
 from tasksapp.engine.tracking import ServerState, backoff_delay
 from tasksapp.mcpclient import McpClient, McpError, TransportError
-from tasksapp.services.common import DASHBOARD_INPUT_KINDS, server_timeouts
 from tasksapp.services.oauth import worker_auth
+from tasksapp.services.remote import DASHBOARD_INPUT_KINDS, server_timeouts
 
 if TYPE_CHECKING:
     from tasksapp.engine.worker import Worker

@@ -34,7 +34,7 @@ from tasksapp.mcpclient import (
 from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import RemoteTask
 from tasksapp.services import health
-from tasksapp.services.common import describe
+from tasksapp.services.errors import describe
 from tasksapp.services.tasks import snapshot_fingerprint
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from tasksapp import crypto
 from tasksapp.mcpclient import McpClient
 from tasksapp.mcpclient.wire import TASKS_EXTENSION
 from tasksapp.models import McpServer
-from tasksapp.services.common import DASHBOARD_INPUT_KINDS, client_for
 from tasksapp.services.oauth import worker_auth, worker_oauth
+from tasksapp.services.remote import DASHBOARD_INPUT_KINDS, client_for
 
 log = logging.getLogger(__name__)
 JsonObject = dict[str, Any]

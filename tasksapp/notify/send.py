@@ -19,7 +19,7 @@ from tasksapp.mcpclient.outbound import OutboundFailed
 from tasksapp.notify import config
 from tasksapp.notify.mailer import send_email
 from tasksapp.notify.models import NotificationOutbox, NotificationPreference
-from tasksapp.services.common import audit
+from tasksapp.services.audit import audit
 from tasksapp.services.outbound import webhook_client
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ Writes owned elsewhere, each by the one module named (tests/test_writers.py hold
   tasksapp.admin.mirror (a server's roots and enabled flag after server_create/server_update).
 """
 
+from tasksapp.services.audit import export_record
 from tasksapp.services.calls import (
     CallStarted,
     call_start,
@@ -23,14 +24,7 @@ from tasksapp.services.calls import (
     pending_call_dismiss,
     pending_calls_expire,
 )
-from tasksapp.services.common import (
-    CallFailed,
-    NotAllowed,
-    NotRecorded,
-    RemoteFailed,
-    ServiceError,
-    export_record,
-)
+from tasksapp.services.errors import CallFailed, NotAllowed, NotRecorded, RemoteFailed, ServiceError
 from tasksapp.services.health import (
     server_health_forget,
     server_record_failure,

@@ -14,7 +14,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from tasksapp.models import GATEWAY_POLICIES, Agent, McpServer
-from tasksapp.services.common import NotAllowed, ServiceError, audit
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import NotAllowed, ServiceError
 
 TOKEN_PREFIX = "mcpgw_"  # noqa: S105 (a prefix that says what a token is for)
 HINT_CHARS = 10

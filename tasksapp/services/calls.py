@@ -23,16 +23,16 @@ from tasksapp.mcpclient import (
     TransportError,
 )
 from tasksapp.models import McpServer, PendingCall, RemoteTask
-from tasksapp.services.common import (
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import (
     CallFailed,
     NotAllowed,
     NotRecorded,
     RemoteFailed,
-    audit,
     describe,
     refuse_archived,
-    with_client,
 )
+from tasksapp.services.remote import with_client
 from tasksapp.services.tasks import task_create
 
 MAX_ROUNDS = 10

@@ -14,7 +14,8 @@ from tasksapp import crypto, events
 from tasksapp.mcpclient import DetailedTask
 from tasksapp.mcpclient.wire import InputKinds
 from tasksapp.models import Agent, InputRequest, McpServer, RemoteTask
-from tasksapp.services.common import CallFailed, audit
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import CallFailed
 from tasksapp.services.inputs import ACTION_VERBS, AUDITED_ACTIONS
 from tasksapp.services.tasks import task_apply_snapshot, task_create, task_mark_expired, task_note
 

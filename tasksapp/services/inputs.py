@@ -11,14 +11,9 @@ from django.utils.translation import gettext as _
 from tasksapp import crypto, events
 from tasksapp.mcpclient import McpClient, McpError
 from tasksapp.models import InputRequest, RemoteTask
-from tasksapp.services.common import (
-    NotAllowed,
-    RemoteFailed,
-    audit,
-    describe,
-    refuse_archived,
-    with_client,
-)
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import NotAllowed, RemoteFailed, describe, refuse_archived
+from tasksapp.services.remote import with_client
 from tasksapp.services.tasks import task_note
 
 # The three elicitation actions stay apart: "cancel" (dismissed, no choice made) is not "decline".

@@ -26,7 +26,8 @@ from tasksapp.mcpclient.oauth import (
 )
 from tasksapp.mcpclient.outbound import shown
 from tasksapp.models import McpServer, ServerAuthorization
-from tasksapp.services.common import NotAllowed, audit
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import NotAllowed
 from tasksapp.services.oauth_store import DbGrantStore, grant_of
 from tasksapp.services.outbound import discovery_policy, oauth_deadlines
 

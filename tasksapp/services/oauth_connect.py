@@ -23,7 +23,8 @@ from tasksapp.mcpclient.oauth import (
 )
 from tasksapp.mcpclient.oauth_flow import Tokens
 from tasksapp.models import McpServer, ServerAuthorization
-from tasksapp.services.common import ServiceError, audit
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import ServiceError
 from tasksapp.services.oauth import CLIENT_NAME, client_config, oauth_client, oauth_mark_needed
 from tasksapp.services.oauth_store import grant_of, write_grant
 

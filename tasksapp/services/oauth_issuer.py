@@ -20,7 +20,8 @@ from tasksapp.mcpclient.oauth import IssuerChanged
 from tasksapp.mcpclient.outbound import shown
 from tasksapp.models import McpServer, ServerAuthorization
 from tasksapp.notify.security import notify_admins
-from tasksapp.services.common import NotAllowed, audit
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import NotAllowed
 
 State = ServerAuthorization.State
 CHANGED_SUBJECT = gettext_lazy("%(server)s: its authorization server changed; an admin must confirm")

@@ -26,7 +26,7 @@ from tasksapp.connections import db_step
 from tasksapp.mcpclient.oauth import GrantState, OAuthError
 from tasksapp.mcpclient.oauth_flow import Tokens
 from tasksapp.models import ServerAuthorization
-from tasksapp.services.common import audit
+from tasksapp.services.audit import audit
 
 State = ServerAuthorization.State
 LEASE_MARGIN_SECONDS = 10.0

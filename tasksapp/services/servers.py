@@ -20,15 +20,9 @@ from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
 from tasksapp.mcpclient.oauth import AuthorizationRequired, IssuerChanged
 from tasksapp.models import McpServer
 from tasksapp.services import oauth
-from tasksapp.services.common import (
-    NotAllowed,
-    RemoteFailed,
-    ServiceError,
-    audit,
-    describe,
-    refuse_archived,
-    with_client,
-)
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import NotAllowed, RemoteFailed, ServiceError, describe, refuse_archived
+from tasksapp.services.remote import with_client
 
 NEEDS_AUTHORIZATION = gettext_lazy(
     "This server needs authorization (OAuth). Save it, then use Connect on its page to sign in at its "

@@ -22,14 +22,9 @@ from tasksapp.mcpclient import (
     InputRequest as InputRequestSpec,
 )
 from tasksapp.models import Agent, InputRequest, McpServer, RemoteTask, TaskEvent
-from tasksapp.services.common import (
-    NotAllowed,
-    RemoteFailed,
-    audit,
-    describe,
-    refuse_archived,
-    with_client,
-)
+from tasksapp.services.audit import audit
+from tasksapp.services.errors import NotAllowed, RemoteFailed, describe, refuse_archived
+from tasksapp.services.remote import with_client
 from tasksapp.services.timeline import timeline_record
 
 MAX_STATUS_MESSAGE = 4000

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy
 from tasksapp.models import McpServer
 from tasksapp.notify.models import NotificationPreference
 from tasksapp.permissions import VIEW, require
-from tasksapp.services.common import audit
+from tasksapp.services.audit import audit
 from tasksapp.services.outbound import webhook_url_refusal
 from tasksapp.views.common import page
 
