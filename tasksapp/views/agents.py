@@ -1,6 +1,8 @@
 """Agents: the list (everyone who may read), adding one (its token shown once), revoking one, and
 each server's gateway policy."""
 
+import json
+import shlex
 from datetime import timedelta
 
 from django import forms
@@ -138,4 +140,30 @@ def gateway_context(request: HttpRequest, server: McpServer) -> dict[str, object
         (_("last hour"), server_traffic(server.pk, now - timedelta(hours=1))),
         (_("last day"), server_traffic(server.pk, now - timedelta(days=1))),
     ]
-    return {"gateway_url": url, "policy_form": form, "traffic": windows}
+    return {
+        "gateway_url": url,
+        "hosts": host_configuration(server.name, url),
+        "policy_form": form,
+        "traffic": windows,
+    }
+
+
+def host_configuration(name: str, url: str) -> list[tuple[str, str]]:
+    """(host, what to paste) for the common MCP hosts: quoted for a POSIX shell and as JSON, so a
+    server name with spaces or quotes pastes as one argument, one key."""
+    header = "Authorization: Bearer TOKEN"
+    desktop = {"mcpServers": {name: {"command": "npx", "args": ["mcp-remote", url, "--header", header]}}}
+    inspector = ["npx", "@modelcontextprotocol/inspector", "--cli", url, "--transport", "http"]
+    return [
+        (
+            "Claude Code",
+            shlex.join(["claude", "mcp", "add", "--transport", "http", name, url, "--header", header]),
+        ),
+        ("Claude Desktop (claude_desktop_config.json)", json.dumps(desktop, ensure_ascii=False)),
+        (
+            "MCP Inspector",
+            shlex.join(
+                [*inspector, "--protocol-era", "modern", "--header", header, "--method", "tools/list"]
+            ),
+        ),
+    ]

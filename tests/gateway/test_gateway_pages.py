@@ -1,6 +1,11 @@
 """The gateway on the dashboard's pages: a server's gateway URL and host configuration, its policy
 form (admins), and the agents page (adding one shows its token once; revoking stops it)."""
 
+import html
+import json
+import re
+import shlex
+
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
@@ -23,9 +28,34 @@ def test_a_servers_page_shows_its_gateway_url_and_host_configuration(demo_regist
     page = login("viewer").get(f"/servers/{demo_registered.pk}/tools/").content.decode()
     url = f"http://testserver/gateway/{demo_registered.pk}/mcp"
     assert f'<code id="gateway-url">{url}</code>' in page
-    assert f"claude mcp add --transport http demo {url}" in page
+    assert (
+        f"claude mcp add --transport http demo {url} --header &#x27;Authorization: Bearer TOKEN&#x27;" in page
+    )
     assert "--protocol-era modern" in page
     assert 'action="/servers/' not in page.split('id="gateway"')[1].split("</section>")[0]  # no form
+
+
+def test_host_configuration_pastes_whole_for_a_server_name_with_spaces_and_quotes(
+    demo_registered: McpServer,
+) -> None:
+    name = 'Bob\'s "big" server; rm -rf ~'
+    McpServer.objects.filter(pk=demo_registered.pk).update(name=name)
+    page = login("viewer").get(f"/servers/{demo_registered.pk}/tools/").content.decode()
+    block = page.split('id="gateway"')[1].split("</details>")[0]
+    texts = [
+        html.unescape(t) for t in re.findall(r"<pre class=\"small\"><code>(.*?)</code></pre>", block, re.S)
+    ]
+    url = f"http://testserver/gateway/{demo_registered.pk}/mcp"
+    code, desktop, inspector = texts
+    assert shlex.split(code) == [
+        "claude", "mcp", "add", "--transport", "http", name, url, "--header", "Authorization: Bearer TOKEN"
+    ]  # fmt: skip
+    assert json.loads(desktop)["mcpServers"][name]["args"] == [
+        "mcp-remote", url, "--header", "Authorization: Bearer TOKEN"
+    ]  # fmt: skip
+    argv = shlex.split(inspector)
+    assert argv[:4] == ["npx", "@modelcontextprotocol/inspector", "--cli", url]
+    assert argv[argv.index("--header") + 1] == "Authorization: Bearer TOKEN"
 
 
 def test_an_admin_sets_who_answers_and_a_wrong_exception_is_explained(demo_registered: McpServer) -> None:
