@@ -51,7 +51,9 @@ def audit_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttp
     given = {key: value for key, value in filters.items() if value}
     services.export_record(user=request.user, detail={"what": "audit", "format": fmt, "filters": given})
     rows = exports.audit_rows(_filtered(filters))
-    return exports.streamed(rows, exports.AUDIT_COLUMNS, fmt, "audit")
+    return exports.streamed(
+        rows, exports.AUDIT_COLUMNS, fmt, "audit", asynchronous=exports.under_asgi(request)
+    )
 
 
 def _filters(params: QueryDict) -> dict[str, str]:

@@ -61,7 +61,13 @@ def task_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpR
     detail = {"what": "tasks", "format": fmt, "filters": _given(filters), "sort": sort.value}
     services.export_record(user=request.user, detail={**detail, "with_task_ids": with_ids})
     rows = exports.task_rows(tasks, with_task_ids=with_ids)
-    return exports.streamed(rows, exports.task_columns(with_task_ids=with_ids), fmt, "tasks")
+    return exports.streamed(
+        rows,
+        exports.task_columns(with_task_ids=with_ids),
+        fmt,
+        "tasks",
+        asynchronous=exports.under_asgi(request),
+    )
 
 
 def _given(filters: dict[str, str]) -> dict[str, str]:
