@@ -9,15 +9,13 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
 from tasksapp.connections import db_step
 from tasksapp.engine import store
 from tasksapp.engine.listener import ListenSupervisor
 from tasksapp.engine.tracking import ServerState, backoff_delay
 from tasksapp.mcpclient import McpClient, McpError, TransportError
 from tasksapp.services.oauth import worker_auth
-from tasksapp.services.remote import DASHBOARD_INPUT_KINDS, server_timeouts
+from tasksapp.services.remote import mcp_client
 
 if TYPE_CHECKING:
     from tasksapp.engine.worker import Worker
@@ -118,19 +116,14 @@ async def _close_when_idle(state: ServerState) -> None:
 
 
 def _client(worker: "Worker", row: store.ServerRow) -> McpClient:
-    era = row.era if row.era in ("modern", "legacy") else None
-    transport = worker.transport_factory() if worker.transport_factory else None
-    agent = {"User-Agent": f"mcp-tasks-dashboard/0.1 worker/{worker.name}"}
-    return McpClient(
-        row.url,
-        headers={**agent, **row.headers},
-        input_kinds=DASHBOARD_INPUT_KINDS,
-        era=era,  # type: ignore[arg-type]
-        max_body_bytes=settings.MCP_MAX_BODY_BYTES,
-        transport=transport,
-        block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
-        timeouts=server_timeouts(read=row.read_timeout, call=row.call_timeout),
+    return mcp_client(
+        url=row.url,
+        headers={"User-Agent": f"mcp-tasks-dashboard/0.1 worker/{worker.name}", **row.headers},
+        era=row.era,
+        read_timeout=row.read_timeout,
+        call_timeout=row.call_timeout,
         auth=worker_auth(row.pk, row.url, row.oauth) if row.oauth else None,
+        transport=worker.transport_factory() if worker.transport_factory else None,
     )
 
 

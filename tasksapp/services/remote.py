@@ -1,5 +1,5 @@
-"""How a service reaches a server: the one McpClient factory for a registered server, and one
-exchange run from synchronous code."""
+"""How the dashboard reaches a server: the one McpClient factory (the worker's clients too), and
+one exchange run from synchronous code."""
 
 from collections.abc import Awaitable, Callable
 
@@ -16,16 +16,38 @@ from tasksapp.services.oauth import oauth_for, oauth_mark_needed
 DASHBOARD_INPUT_KINDS = InputKinds(elicitation_form=True, elicitation_url=True, sampling=True, roots=True)
 
 
-def client_for(server: McpServer, auth: "httpx.Auth | None" = None) -> McpClient:
-    era = server.era if server.era in ("modern", "legacy") else None
+def mcp_client(
+    *,
+    url: str,
+    headers: dict[str, str],
+    era: str,
+    read_timeout: float,
+    call_timeout: float,
+    auth: "httpx.Auth | None" = None,
+    transport: "httpx.AsyncBaseTransport | None" = None,
+) -> McpClient:
+    """The one McpClient factory: a registered server's client, as the dashboard configures it
+    (the input kinds its people answer, the body cap, the address policy, the server's timeouts)."""
     return McpClient(
-        server.url,
-        headers=server.headers,
+        url,
+        headers=headers,
         input_kinds=DASHBOARD_INPUT_KINDS,
         max_body_bytes=settings.MCP_MAX_BODY_BYTES,
-        era=era,  # type: ignore[arg-type]
+        era=era if era in ("modern", "legacy") else None,  # type: ignore[arg-type]
+        transport=transport,
         block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
-        timeouts=server_timeouts(read=server.read_timeout_seconds, call=server.call_timeout_seconds),
+        timeouts=server_timeouts(read=read_timeout, call=call_timeout),
+        auth=auth,
+    )
+
+
+def client_for(server: McpServer, auth: "httpx.Auth | None" = None) -> McpClient:
+    return mcp_client(
+        url=server.url,
+        headers=server.headers,
+        era=server.era,
+        read_timeout=server.read_timeout_seconds,
+        call_timeout=server.call_timeout_seconds,
         auth=auth,
     )
 
