@@ -3,9 +3,11 @@
 Channels' AllowedHostsOriginValidator compares host names only, so a page on another port or
 scheme of the same host (`http://127.0.0.1:47871`, `https://127.0.0.1:1`) could open a socket
 with the victim's cookies and read their live updates. This compares the whole origin, as
-Django's CSRF check does for POSTs.
+Django's CSRF check does for POSTs. The gateway's DNS-rebinding check (tasksapp/gateway/hosts.py)
+uses the same origin parsing, host list and TLS test.
 """
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,7 +18,7 @@ from django.http.request import split_domain_port, validate_host
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _origin(text: str) -> tuple[str, str, int] | None:
+def origin_parts(text: str) -> tuple[str, str, int] | None:
     """(scheme, host, port) of an origin or URL, the default port filled in; None if malformed."""
     try:
         parts = urlsplit(text.strip())
@@ -33,7 +35,8 @@ def _headers(scope: dict[str, Any]) -> dict[bytes, str]:
     return {name.lower(): value.decode("latin1") for name, value in scope.get("headers", [])}
 
 
-def _secure(scope: dict[str, Any], headers: dict[bytes, str]) -> bool:
+def is_secure(scope: Mapping[str, Any], headers: Mapping[bytes, str]) -> bool:
+    """Reached over TLS: by the scope's scheme, or as the TLS-terminating proxy's header says."""
     if scope.get("scheme") in ("wss", "https"):
         return True
     proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
@@ -43,7 +46,8 @@ def _secure(scope: dict[str, Any], headers: dict[bytes, str]) -> bool:
     return False
 
 
-def _allowed_hosts() -> list[str]:
+def allowed_hosts() -> list[str]:
+    """ALLOWED_HOSTS, or under DEBUG with none set, the loopback names Django allows then."""
     hosts = list(settings.ALLOWED_HOSTS)
     if settings.DEBUG and not hosts:
         hosts = [".localhost", "127.0.0.1", "[::1]"]
@@ -54,7 +58,7 @@ def _trusted(origin: tuple[str, str, int]) -> bool:
     scheme, host, port = origin
     for entry in settings.CSRF_TRUSTED_ORIGINS:
         wildcard = "://*." in entry
-        trusted = _origin(entry.replace("://*.", "://", 1))
+        trusted = origin_parts(entry.replace("://*.", "://", 1))
         if trusted is None or trusted[0] != scheme or trusted[2] != port:
             continue
         if host == trusted[1] or (wildcard and host.endswith("." + trusted[1])):
@@ -67,16 +71,16 @@ def origin_allowed(scope: dict[str, Any]) -> bool:
     scheme it was reached by) or listed in CSRF_TRUSTED_ORIGINS. A missing Origin is refused:
     browsers always send one, and only browsers carry the session cookie."""
     headers = _headers(scope)
-    origin = _origin(headers.get(b"origin", ""))
+    origin = origin_parts(headers.get(b"origin", ""))
     host = headers.get(b"host", "")
     if origin is None:
         return False
     if _trusted(origin):
         return True
     domain, _ = split_domain_port(host)
-    if not domain or not validate_host(domain, _allowed_hosts()):
+    if not domain or not validate_host(domain, allowed_hosts()):
         return False
-    own = _origin(f"{'https' if _secure(scope, headers) else 'http'}://{host}")
+    own = origin_parts(f"{'https' if is_secure(scope, headers) else 'http'}://{host}")
     return own is not None and origin == own
 
 
