@@ -264,6 +264,9 @@ MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # A worker whose polls start later than this (p99 between two heartbeats) reports itself behind.
 MCP_WORKER_LAG_P99_MS = env_int("MCP_WORKER_LAG_P99_MS", 1000, minimum=0)
+# The overview warns "the mirror is N s behind the servers" when a worker's p99 of server change ->
+# mirror commit is over this.
+MCP_MIRROR_LAG_WARN_MS = env_int("MCP_MIRROR_LAG_WARN_MS", 5000, minimum=0)
 MCP_TTL_GRACE_MS = env_int("MCP_TTL_GRACE_MS", 60000, minimum=0)
 # A task's timeline: message-only changes within this window fold into one event; at most this many.
 MCP_TIMELINE_COALESCE_MS = env_int("MCP_TIMELINE_COALESCE_MS", 1000, minimum=0)

@@ -131,6 +131,38 @@ class DashboardCollector(Collector):
             "How late polls started against their schedule, since the previous heartbeat",
             labels=["worker", "quantile"],
         )
+        mirror = GaugeMetricFamily(
+            "mcp_worker_mirror_lag_seconds",
+            "Server change (its lastUpdatedAt, clock sane) to mirror commit, since the previous "
+            "heartbeat with changes",
+            labels=["worker", "quantile"],
+        )
+        push = GaugeMetricFamily(
+            "mcp_worker_push_commit_seconds",
+            "Pushed change received to mirror commit, since the previous heartbeat with pushes",
+            labels=["worker", "quantile"],
+        )
+        changes = CounterMetricFamily(
+            "mcp_worker_changes",
+            "Changes written to the mirror, by how they came (push, poll, safety_net: the slow poll "
+            "of a task a listen stream covers)",
+            labels=["worker", "path"],
+        )
+        for beat in beats:
+            for quantile, value in (
+                ("0.5", beat.mirror_p50_ms),
+                ("0.99", beat.mirror_p99_ms),
+                ("1", beat.mirror_max_ms),
+            ):
+                if value is not None:
+                    mirror.add_metric([beat.worker, quantile], value / 1000)
+            for quantile, value in (("0.5", beat.push_p50_ms), ("0.99", beat.push_p99_ms)):
+                if value is not None:
+                    push.add_metric([beat.worker, quantile], value / 1000)
+            changes.add_metric([beat.worker, "push"], beat.changes_push)
+            changes.add_metric([beat.worker, "poll"], beat.changes_poll)
+            changes.add_metric([beat.worker, "safety_net"], beat.changes_safety_net)
+        yield from (mirror, push, changes)
         for beat in beats:
             polls.add_metric([beat.worker], beat.polls)
             errors.add_metric([beat.worker], beat.poll_errors)

@@ -679,6 +679,16 @@ class WorkerHeartbeat(models.Model):
     lag_p50_ms = models.FloatField(null=True, blank=True, help_text="scheduling lag since the previous beat")
     lag_p99_ms = models.FloatField(null=True, blank=True)
     lag_max_ms = models.FloatField(null=True, blank=True)
+    # Server change (its lastUpdatedAt, where its clock is sane) -> mirror commit, since the previous
+    # beat that had changes; push received -> commit; the changes written since start by path.
+    mirror_p50_ms = models.FloatField(null=True, blank=True)
+    mirror_p99_ms = models.FloatField(null=True, blank=True)
+    mirror_max_ms = models.FloatField(null=True, blank=True)
+    push_p50_ms = models.FloatField(null=True, blank=True)
+    push_p99_ms = models.FloatField(null=True, blank=True)
+    changes_push = models.PositiveBigIntegerField(default=0)
+    changes_poll = models.PositiveBigIntegerField(default=0)
+    changes_safety_net = models.PositiveBigIntegerField(default=0)
     # Falling behind the servers' intervals (scheduling lag p99 over its threshold): since when, and
     # the figures in words; empty while the worker keeps up. Shown on the overview's workers panel.
     behind_since = models.DateTimeField(null=True, blank=True)
@@ -689,6 +699,20 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.worker
+
+    @property
+    def push_percent(self) -> int | None:
+        """The share of changes that came by push, in percent (None before any change)."""
+        total = self.changes_push + self.changes_poll + self.changes_safety_net
+        return round(100 * self.changes_push / total) if total else None
+
+    @property
+    def mirror_behind_seconds(self) -> float | None:
+        """The mirror's p99 lag behind the servers, when over MCP_MIRROR_LAG_WARN_MS; else None."""
+        p99 = self.mirror_p99_ms
+        if p99 is None or p99 <= settings.MCP_MIRROR_LAG_WARN_MS:
+            return None
+        return p99 / 1000
 
     def is_alive(self, now: datetime | None = None) -> bool:
         now = now or timezone.now()

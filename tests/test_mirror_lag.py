@@ -1,5 +1,7 @@
-"""The mirror never waits on the channel layer (issue 20 item 7): the live notifications travel
-through Redis, the mirror's writes do not, so a Redis that hangs must not delay a completion.
+"""Mirror lag (issue 20 item 3 and 7): the worker measures server change -> mirror commit and
+push -> commit, by the path each change came by, and reports it (heartbeat, /metrics, overview);
+and the mirror never waits on the channel layer: the live notifications travel through Redis, the
+mirror's writes do not, so a Redis that hangs must not delay a completion.
 
 The Redis here is real (a redis-server of this module's own) behind a TCP proxy that stalls: the
 connections stay open and no byte moves, as when Redis hangs or the network path black-holes.
@@ -11,14 +13,60 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import override_settings
+from django.urls import reverse
+from django.utils import timezone
 
 from tasksapp import events, services
-from tasksapp.models import McpServer, RemoteTask
+from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
 from tests.engine_helpers import run_worker_until
 from tests.faults import StallProxy, stall_proxy
+from tests.opsdata import logged_in, person
 from tests.stack import PrivateRedis, private_redis
+from tests.test_metrics import samples
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_pushed_changes_are_measured_and_reported(demo_registered: McpServer) -> None:
+    """Fails on the old code: no lag or path figures anywhere."""
+    started = services.call_start(
+        server=demo_registered,
+        tool="slow_count",
+        arguments={"n": 6, "delay": 0.4, "poll_interval_ms": 100},
+        user=None,
+    )
+    assert started.task is not None
+    pk = started.task.pk
+
+    def done() -> bool:
+        beat = WorkerHeartbeat.objects.filter(changes_push__gte=2, mirror_p99_ms__isnull=False).first()
+        return beat is not None and RemoteTask.objects.get(pk=pk).status == "completed"
+
+    # Covered by a listen stream the task is polled every 30 s: its changes (every 0.4 s) and its
+    # completion reach the mirror by push, not at the next poll.
+    run_worker_until(done, timeout=15, heartbeat_seconds=0.2)
+    beat = WorkerHeartbeat.objects.get()
+    assert beat.mirror_p50_ms is not None and 0 <= beat.mirror_p50_ms < 5000
+    assert beat.push_p99_ms is not None and beat.push_p99_ms < 5000
+    assert beat.push_percent is not None and beat.push_percent >= 50
+    WorkerHeartbeat.objects.update(stopped_at=None, last_beat_at=timezone.now())  # as if still running
+    viewer = logged_in(person("vera", "viewer"))
+    got = samples(viewer.get(reverse("tasks:metrics")).content.decode())
+    worker = ("worker", beat.worker)
+    assert got[("mcp_worker_changes_total", (("path", "push"), worker))] == beat.changes_push
+    assert ("mcp_worker_changes_total", (("path", "safety_net"), worker)) in got
+    p99 = beat.mirror_p99_ms or 0.0
+    assert got[("mcp_worker_mirror_lag_seconds", (("quantile", "0.99"), worker))] == pytest.approx(p99 / 1000)
+    assert ("mcp_worker_push_commit_seconds", (("quantile", "0.99"), worker)) in got
+    page = viewer.get(reverse("tasks:overview")).content.decode()
+    assert "server change → mirror: p50" in page
+    assert f"{beat.push_percent} % by push" in page
+    assert "data-mirror-behind" not in page
+    WorkerHeartbeat.objects.update(mirror_p99_ms=42_000)
+    with override_settings(MCP_MIRROR_LAG_WARN_MS=5000):
+        page = viewer.get(reverse("tasks:overview")).content.decode()
+    assert "the mirror is 42 s behind the servers" in page
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +97,7 @@ def stalled_layer(redis: PrivateRedis, settings: Any) -> Iterator[StallProxy]:
         proxy.resume()
 
 
+@pytest.mark.redis
 def test_a_stalled_channel_layer_does_not_delay_a_completion(
     demo_registered: McpServer, stalled_layer: StallProxy
 ) -> None:

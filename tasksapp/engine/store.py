@@ -250,10 +250,15 @@ def heartbeat(
     streams: int,
     errors: int = 0,
     lag_ms: tuple[float, float, float] | None = None,
+    mirror_ms: tuple[float, float, float] | None = None,
+    push_ms: tuple[float, float] | None = None,
+    by_path: dict[str, int] | None = None,
 ) -> None:
     """Record this worker as alive, with its figures for /metrics (counters since it started;
     `lag_ms` is (p50, p99, max) of the scheduling lag since the previous beat: None, without polls
-    since then, keeps the previous figures)."""
+    since then, keeps the previous figures; `mirror_ms` the same of server change -> mirror commit,
+    `push_ms` (p50, p99) of push received -> commit, kept likewise; `by_path` the changes written
+    since start by how they came: push, poll, safety_net)."""
     figures: dict[str, object] = {
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
@@ -268,6 +273,12 @@ def heartbeat(
     }
     if lag_ms is not None:
         figures["lag_p50_ms"], figures["lag_p99_ms"], figures["lag_max_ms"] = lag_ms
+    if mirror_ms is not None:
+        figures["mirror_p50_ms"], figures["mirror_p99_ms"], figures["mirror_max_ms"] = mirror_ms
+    if push_ms is not None:
+        figures["push_p50_ms"], figures["push_p99_ms"] = push_ms
+    for path, count in (by_path or {}).items():
+        figures[f"changes_{path}"] = count
     WorkerHeartbeat.objects.update_or_create(worker=worker, defaults=figures)
 
 

@@ -39,6 +39,11 @@ from tasksapp.services.tasks import snapshot_fingerprint
 
 log = logging.getLogger(__name__)
 LAG_SAMPLES = 100_000
+# A server change older than this at commit, or newer by more than the tolerance, says the server's
+# clock is off (or the change is a catch-up after an outage): it is left out of the mirror lag.
+MIRROR_LAG_MAX_SECONDS = 600.0
+CLOCK_TOLERANCE_SECONDS = 1.0
+PATHS = ("push", "poll", "safety_net")  # how a change reached the mirror
 DB_BACKOFF_MAX_SECONDS = 5.0
 AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to reconnect looks again this often
 # The poll loop wakes at most this often for polls that are not yet due: polls due within one step
@@ -63,6 +68,31 @@ class WorkerStats:
     errors: int = 0
     lags: deque[float] = field(default_factory=lambda: deque(maxlen=LAG_SAMPLES))  # the latest lags
     since_beat: list[float] = field(default_factory=list)  # lags since the last heartbeat (for /metrics)
+
+    mirror_lags: list[float] = field(default_factory=list)  # server change -> commit, since the beat
+    push_lags: list[float] = field(default_factory=list)  # push received -> commit, since the beat
+    by_path: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PATHS, 0))  # since start
+
+    def record_change(self, path: str, *, server_lag: float | None, push_lag: float | None) -> None:
+        self.by_path[path] += 1
+        if server_lag is not None and len(self.mirror_lags) < LAG_SAMPLES:
+            self.mirror_lags.append(server_lag)
+        if push_lag is not None and len(self.push_lags) < LAG_SAMPLES:
+            self.push_lags.append(push_lag)
+
+    def take_mirror_ms(self) -> tuple[float, float, float] | None:
+        """(p50, p99, max) in ms of server change -> mirror commit since the last call, or None."""
+        window, self.mirror_lags = sorted(self.mirror_lags), []
+        if not window:
+            return None
+        return _rank(window, 0.5) * 1000, _rank(window, 0.99) * 1000, window[-1] * 1000
+
+    def take_push_ms(self) -> tuple[float, float] | None:
+        """(p50, p99) in ms of push received -> mirror commit since the last call, or None."""
+        window, self.push_lags = sorted(self.push_lags), []
+        if not window:
+            return None
+        return _rank(window, 0.5) * 1000, _rank(window, 0.99) * 1000
 
     def record_lag(self, seconds: float) -> None:
         self.lags.append(seconds)
@@ -202,6 +232,9 @@ class Worker:
             streams=streams,
             errors=self.stats.errors,
             lag_ms=self.stats.take_lag_ms(),
+            mirror_ms=self.stats.take_mirror_ms(),
+            push_ms=self.stats.take_push_ms(),
+            by_path=dict(self.stats.by_path),
         )
         if self.health.verdict(self.name, timezone.now()):
             await self._on_beat_thread(store.heartbeat_health)(
@@ -358,13 +391,20 @@ class Worker:
         if sooner:
             self._wake.set()  # the loop sleeps until the earliest due time it knew of
 
-    async def apply(self, task: TrackedTask, snapshot: DetailedTask, source: str) -> None:
-        """Write a snapshot through the service only when its fingerprint moved; never per poll."""
+    async def apply(
+        self, task: TrackedTask, snapshot: DetailedTask, source: str, received: float | None = None
+    ) -> None:
+        """Write a snapshot through the service only when its fingerprint moved; never per poll.
+        `received` (monotonic) is when a pushed snapshot arrived: push -> commit is measured from it."""
         current = snapshot_fingerprint(snapshot)
         if current != task.fingerprint:
+            path = "push" if source == "push" else "safety_net" if task.pushed else "poll"
             changed = await db(_apply_snapshot)(task.pk, snapshot, source)
             task.fingerprint = current
             self.stats.changes += int(changed)
+            if changed:
+                push_lag = time.monotonic() - received if received is not None else None
+                self.stats.record_change(path, server_lag=_server_lag(snapshot), push_lag=push_lag)
             if snapshot.ttl_ms is not None and snapshot.created_at:
                 task.ttl_deadline = _deadline(snapshot)
         task.poll_interval_ms = snapshot.poll_interval_ms
@@ -544,6 +584,21 @@ def _expire(pk: int, reason: str) -> None:
 
 def _record_error(pk: int, error: str) -> None:
     services.task_record_error(task=RemoteTask(pk=pk), error=error)
+
+
+def _server_lag(snapshot: DetailedTask) -> float | None:
+    """Seconds from the server's change (its lastUpdatedAt) to now, the mirror commit; None when the
+    server's clock cannot be trusted for it (ahead of ours beyond the tolerance, or absurdly old)."""
+    try:
+        changed = datetime.fromisoformat(snapshot.last_updated_at)
+    except (TypeError, ValueError):
+        return None
+    if changed.tzinfo is None:
+        changed = changed.replace(tzinfo=UTC)
+    lag = time.time() - changed.timestamp()
+    if lag < -CLOCK_TOLERANCE_SECONDS or lag > MIRROR_LAG_MAX_SECONDS:
+        return None
+    return max(lag, 0.0)
 
 
 def _deadline(snapshot: DetailedTask) -> float | None:
