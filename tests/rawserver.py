@@ -2,6 +2,7 @@
 
 - Honeypot: accepts connections and records every byte it receives; never answers. A test that
   points something at it asserts that nothing ever arrived.
+- Flood: answers each request with `head` and then `size` bytes of filler as fast as it can.
 - Dripper: answers each connection with a fixed reply, one byte every `interval` seconds, for as
   long as the test runs (a slow-loris server: every read gets a byte before any read timeout).
 """
@@ -57,6 +58,29 @@ def dripper(reply: bytes, *, interval: float = 0.5, host: str = "127.0.0.1") -> 
                 return
 
     with _serving(host, drip) as server:
+        yield server
+
+
+@contextmanager
+def flood(
+    head: bytes, size: int, *, filler: bytes = b"a" * 65536, host: str = "127.0.0.1"
+) -> Iterator[RawServer]:
+    """A listener that reads a request and answers `head` plus `size` bytes of `filler`."""
+
+    def pour(conn: socket.socket, server: RawServer) -> None:
+        conn.settimeout(5)
+        try:
+            server.received.append(conn.recv(65536))
+            conn.sendall(head)
+            sent = 0
+            while sent < size and not server.stop.is_set():
+                chunk = filler[: size - sent]
+                conn.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            return
+
+    with _serving(host, pour) as server:
         yield server
 
 

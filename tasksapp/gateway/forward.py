@@ -111,8 +111,13 @@ async def _pass_on_stream(relayed: Relayed, caller: Caller, call: Call, stream: 
                 outcome = "error" if _is_error(message) else "ok"
                 break
     except McpError as exc:
-        # Headers are sent: the agent sees the stream end without an answer (outcome unknown).
+        # Headers are sent: the stream ends with an error for the request (what the upstream did
+        # with it is unknown; a task it may have started is not in the mirror).
         log.warning("gateway: relaying %s from %s broke off: %s", call.method, caller.server.name, exc)
+        if outcome == "error" and after is None:
+            broken = _unreachable(caller.server.name, str(exc))
+            broken.request_id = call.id
+            await stream.message(broken.body())
     await stream.close()
     if after is not None:
         await after()

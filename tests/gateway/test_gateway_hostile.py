@@ -9,7 +9,7 @@ import pytest
 from tasksapp.models import McpServer
 from tasksapp.services.agents import agent_create
 from tests.gateway.support import envelope, error, headers_for, post
-from tests.rawserver import dripper
+from tests.rawserver import dripper, flood
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,3 +96,29 @@ def test_raw_non_ascii_bytes_in_mcp_name_never_match_the_body(demo_url: str, tok
     headers: dict[str, Any] = {**headers_for("tools/call", params, token), "Mcp-Name": "café".encode()}
     response = httpx.post(demo_url, json=body, headers=headers, timeout=30)
     assert (response.status_code, error(response)["code"]) == (400, -32020)
+
+
+@pytest.mark.parametrize("kind", ["application/json", "text/event-stream"])
+def test_an_upstream_answering_past_the_body_cap_is_a_502_and_the_gateway_goes_on(
+    gateway_base: str, demo_url: str, token: str, kind: str
+) -> None:
+    size = 20 * 1024 * 1024  # past MCP_MAX_BODY_BYTES (8 MiB), as the worker's client reads
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {size}\r\n\r\n".encode()
+    prefix = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"'
+    filler = b"data: " + prefix if kind == "text/event-stream" else prefix
+    with flood(head, size, filler=filler + b"a" * 65536) as upstream:
+        server = McpServer.objects.create(name=f"flood-{kind[:4]}", url=upstream.url, era="modern")
+        _, mine = agent_create(name=f"flooded-{kind[:4]}", servers=[server], user=None)
+        url = f"{gateway_base}/gateway/{server.pk}/mcp"
+        response = post(url, mine, "tools/call", {"name": "echo", "arguments": {}})
+    assert len(response.content) < 1024 * 1024  # nothing of the flood reached the agent
+    if kind == "application/json":
+        assert response.status_code == 502
+        answer = response.json()
+    else:  # the stream was open before the cap was passed: it ends with the error for the request
+        assert response.status_code == 200
+        frames = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+        assert len(frames) == 1, response.text
+        answer = json.loads(frames[0])
+    assert answer["error"]["code"] == -32013 and "exceeds" in answer["error"]["message"]
+    assert post(demo_url, token, "tools/list").status_code == 200
