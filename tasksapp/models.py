@@ -29,6 +29,17 @@ GATEWAY_POLICY_CHOICES = [
 ]
 
 
+def watched_servers(prefix: str = "") -> Q:
+    """The servers the dashboard watches (polls, lists, asks about): enabled and not archived.
+    `prefix` reaches them from a related row: watched_servers("task__server__")."""
+    return Q(**{f"{prefix}enabled": True, f"{prefix}archived": False})
+
+
+class McpServerQuerySet(models.QuerySet["McpServer"]):
+    def watched(self) -> "McpServerQuerySet":
+        return self.filter(watched_servers())
+
+
 class McpServer(models.Model):
     class Era(models.TextChoices):
         UNKNOWN = "", _("not yet discovered")
@@ -92,6 +103,8 @@ class McpServer(models.Model):
     )
 
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = McpServerQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -248,9 +261,7 @@ STALE_SERVERS = models.ExpressionWrapper(Q(server__enabled=False), output_field=
 class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
     def active(self) -> "RemoteTaskQuerySet":
         """Tasks the worker must keep watching: not terminal, not expired, server enabled and not archived."""
-        return self.exclude(status__in=TERMINAL).filter(
-            expired=False, server__enabled=True, server__archived=False
-        )
+        return self.exclude(status__in=TERMINAL).filter(Q(expired=False) & watched_servers("server__"))
 
     def leasable(self, now: datetime) -> "RemoteTaskQuerySet":
         return self.active().filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
@@ -561,7 +572,7 @@ class PendingCallQuerySet(models.QuerySet["PendingCall"]):
         """Calls whose questions someone may still answer: open, on a server in use, and asked within
         MCP_PENDING_CALL_TTL_SECONDS (older ones have expired, whether or not that was recorded yet)."""
         since = (now or timezone.now()) - timedelta(seconds=settings.MCP_PENDING_CALL_TTL_SECONDS)
-        return self.filter(state="open", updated_at__gte=since, server__enabled=True, server__archived=False)
+        return self.filter(Q(state="open", updated_at__gte=since) & watched_servers("server__"))
 
 
 class PendingCall(models.Model):

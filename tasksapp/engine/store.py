@@ -52,7 +52,7 @@ def enabled_servers(worker: str) -> dict[int, ServerRow]:
     """The servers to poll and listen to: enabled and not archived (an archived one is never polled),
     with this worker's view of their health and the newest answer another worker got."""
     rows: dict[int, ServerRow] = {}
-    servers = list(McpServer.objects.filter(enabled=True, archived=False).select_related("authorization"))
+    servers = list(McpServer.objects.watched().select_related("authorization"))
     views = worker_views(worker, [server.pk for server in servers])
     for server in servers:
         try:

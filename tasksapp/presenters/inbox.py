@@ -7,7 +7,13 @@ from typing import Any
 from django.db.models import Q
 from django.utils.translation import gettext_lazy
 
-from tasksapp.models import LARGE_SERVER_COLUMNS, LARGE_TASK_COLUMNS, InputRequest, PendingCall
+from tasksapp.models import (
+    LARGE_SERVER_COLUMNS,
+    LARGE_TASK_COLUMNS,
+    InputRequest,
+    PendingCall,
+    watched_servers,
+)
 from tasksapp.presenters.task import InputView, input_view
 from tasksapp.queryparams import parse_id
 
@@ -92,7 +98,7 @@ def open_count() -> int:
 
 def _open() -> Any:
     return InputRequest.objects.filter(
-        state="open", task__expired=False, task__server__enabled=True, task__server__archived=False
+        Q(state="open", task__expired=False) & watched_servers("task__server__")
     ).exclude(task__status__in=("completed", "failed", "cancelled"))
 
 

@@ -52,7 +52,7 @@ def long_running() -> list[RemoteTask]:
     """The oldest active tasks: the first few of each active status, merged. Each is read in the order
     of index task_status_age and stops after a few rows; the servers are a subquery, not a join, or
     SQLite loops over servers outside and sorts every active task of each (about 15 ms at 100k tasks)."""
-    watched = McpServer.objects.filter(enabled=True, archived=False).values("pk")  # as active()
+    watched = McpServer.objects.watched().values("pk")
     oldest: list[RemoteTask] = []
     for status in ("working", "input_required"):
         rows = RemoteTask.objects.for_list().filter(status=status, expired=False, server_id__in=watched)
