@@ -49,6 +49,16 @@ def _default_language() -> Iterator[None]:
 
 FASTMCP_READY = "fastmcp peer listening on"
 LEGACY_READY = "legacy peer listening on"
+# The fixtures that start a peer from a venv of its own (.venv-peer, .venv-legacy).
+PEER_VENV_FIXTURES = frozenset({"fastmcp_server", "legacy_server", "sdk_server"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs a peer venv, through any fixture, carries the fastmcp marker: so
+    `-m "not fastmcp"` runs without the peer venvs."""
+    for item in items:
+        if PEER_VENV_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.fastmcp)
 
 
 @pytest.fixture(scope="session")
