@@ -8,11 +8,11 @@ BlockingConnectionPool makes the extra commands wait for a connection instead. T
 timeout is set explicitly (settings.CHANNEL_LAYERS): redis-py 8 defaults it to 5 s, the same
 as channels_redis's blocking read, so a quiet receive times out and the websocket dies.
 
-Losses (issue 13): channels_redis drops a message to a full channel (`capacity` messages waiting)
+Losses: channels_redis drops a message to a full channel (`capacity` messages waiting)
 and says so only at INFO ("N of M channels over capacity in group G"); it also drops the oldest
 message of a socket's local buffer when that is full, saying nothing. Both are logged here at
-WARNING and counted, as is every re-sync a page's socket makes after noticing a gap
-(tasksapp/consumers.py). The counts live in Redis when the layer is Redis, so every process adds
+WARNING and counted, as is every re-sync a process's live hub starts after noticing a gap
+(tasksapp/live/hub.py). The counts live in Redis when the layer is Redis, so every process adds
 to the same figures and any web process serves them in /metrics (tasksapp/metrics.py); with the
 in-memory layer (one process) they live in the process.
 """

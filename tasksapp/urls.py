@@ -50,11 +50,11 @@ urlpatterns = [
     path("servers/<int:pk>/oauth/confirm-issuer/", oauth.confirm_issuer, name="oauth-confirm-issuer"),
     path("oauth/callback", oauth.callback, name="oauth-callback"),
     path("oauth/client-metadata.json", oauth.client_metadata, name="oauth-client-metadata"),
-    # shell (issue 12 items 2, 3, 13): preferences, the theme button, keyboard shortcuts
+    # shell: preferences, the theme button, keyboard shortcuts
     path("preferences/", prefs.preferences, name="preferences"),
     path("preferences/theme/", prefs.theme, name="theme"),
     path("shortcuts/", prefs.shortcuts, name="shortcuts"),
-    # inbox (issue 12 items 1, 5, 7)
+    # inbox: bulk answers, bulk task actions, notification settings
     path("inbox/bulk/", inbox_bulk.inbox_bulk, name="inbox-bulk"),
     path("tasks/bulk/", bulk_tasks.task_bulk, name="bulk"),
     path("notifications/", notify.notify_settings, name="notify"),

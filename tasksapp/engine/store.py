@@ -39,7 +39,7 @@ class ServerRow:
     failing: bool
     read_timeout: float
     call_timeout: float
-    oauth: ClientConfig | None = None  # the server's OAuth client settings (issue 11)
+    oauth: ClientConfig | None = None  # the server's OAuth client settings
     others_success_at: datetime | None = None  # the newest answer another worker got from it
     others_failing: bool = False  # it fails for another worker
 

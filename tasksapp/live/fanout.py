@@ -1,10 +1,9 @@
-"""Batched renders for the fan-out (issue 13): rows that several sockets of one audience need in
+"""Batched renders for the fan-out: rows that several sockets of one audience need in
 the same flush are rendered in one database step, with one query.
 
-tasksapp/live/shared.py renders each change once per audience, but one change at a time: at 100
-task changes a second that is 200 steps a second (two roles) on the process's one database
-thread, each paying for its own query, pool check-out and thread hop — more than the thread can
-do, and every list page falls further behind (bench/fanout.py). Here a render asked for joins the
+tasksapp/live/shared.py renders each change once per audience, but one change at a time, each a
+step of its own on the process's one database thread (docs/live.md says what that cost). Here a
+render asked for joins the
 next batch of its kind and audience; the batch starts on the next turn of the event loop, so
 every socket whose flush runs in the same turn joins it (the consumers flush on a shared
 grid of LIVE_COALESCE_MS, tasksapp/consumers.py). The rule of shared.py holds: a result is
@@ -28,8 +27,8 @@ PRUNE_ABOVE = 4096
 class _Batch:
     items: set[Hashable] = field(default_factory=set)
     # One future for the whole batch (its results by item): a socket awaits the one or two batches
-    # its rows are in, not a future per row (per-row futures, tasks and shields were most of a
-    # loaded process's event loop: 700,000 a minute at 200 list tabs, bench/fanout.py --profile).
+    # its rows are in, not a future per row (docs/live.md: per-row futures were most of a loaded
+    # event loop).
     result: "asyncio.Future[dict[Any, Any]]" = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )

@@ -1,11 +1,7 @@
-"""One subscription per process for the groups every page shares (issue 13 goal 1).
+"""One subscription per process for the groups every page shares.
 
-Every task change is published to the `tasks` group (and `inbox`, `servers`). When each socket
-joined those groups itself, one change became one channel-layer message per open socket: with
-275 sockets on those groups and 100 changes a second, 27,500 messages a second through Redis,
-each read, decoded and dispatched by its Daphne; the channels filled up, messages were dropped,
-and every drop made a socket catch up on everything (bench/fanout.py: 13,470 drops in 20 s).
-
+Every task change is published to the `tasks` group (and `inbox`, `servers`). Joined per socket,
+one change would be one channel-layer message per open socket (docs/live.md says what that cost).
 Here a process joins each shared group once, on a channel of its own, and hands each message to
 its local sockets in memory: one message per process per change, whatever the number of tabs.
 A socket only queues what changed (the consumers' flush and the shared, batched renders do the

@@ -1,4 +1,4 @@
-"""The navigation's open-question count, kept live on every page (owner: inbox, issue 12 item 1).
+"""The navigation's open-question count, kept live on every page (owner: inbox).
 
 Every page's socket also joins the inbox group; a question opened or closed anywhere queues the
 item BADGE, and the socket sends the badge re-rendered as an out-of-band swap. One render per

@@ -1,4 +1,4 @@
-"""Notifications (issue 12 item 7): when input is needed, a task fails, or a server goes unhealthy.
+"""Notifications: when input is needed, a task fails, or a server goes unhealthy.
 
 `scan` turns what happened (new input requests, failed-status timeline events, servers past the
 failure threshold) into rows of an outbox, one per user, channel and event, as each user chose

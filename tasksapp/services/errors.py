@@ -31,7 +31,7 @@ class RemoteFailed(ServiceError):
 
 
 def refuse_archived(server: McpServer) -> None:
-    """Archived servers are kept read-only (issue 12 #10): nothing may be sent to them."""
+    """Archived servers are kept read-only: nothing may be sent to them."""
     if server.archived:
         raise NotAllowed(
             _(

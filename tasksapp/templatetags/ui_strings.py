@@ -1,4 +1,4 @@
-"""The words the page's scripts show, translated like the page (issue 12 item 12).
+"""The words the page's scripts show, translated like the page.
 
 base.html renders them once as `<script type="application/json" id="ui-strings">`: data, not code,
 so the Content-Security-Policy (script-src 'self') does not run it and does not need to allow it.

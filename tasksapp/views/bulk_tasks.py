@@ -1,4 +1,4 @@
-"""Bulk actions on the task list (issue 12 item 5): cancel or run again several tasks.
+"""Bulk actions on the task list: cancel or run again several tasks.
 
 The list's checkboxes submit ids and an action here (GET); the page lists the tasks and what will
 happen to each, and one confirming POST does it. Each task is checked against the user's role on

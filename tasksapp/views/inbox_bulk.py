@@ -1,4 +1,4 @@
-"""One answer for several open questions that ask the same thing (issue 12 item 1).
+"""One answer for several open questions that ask the same thing.
 
 The inbox's checkboxes submit their ids here (GET, no JavaScript needed). The page checks that
 every selected question is an open form elicitation with the same requestedSchema, shows the form

@@ -1,4 +1,4 @@
-"""Each user's notification settings (issue 12 item 7): which events, servers and tools, and where."""
+"""Each user's notification settings: which events, servers and tools, and where."""
 
 import os
 from typing import Any

@@ -30,7 +30,7 @@ class Command(BaseCommand):
             loop.add_signal_handler(signum, worker.stop)
         self.stdout.write(f"worker {worker.name} started", ending="\n")
         self.stdout.flush()
-        from tasksapp.notify import drainer  # inbox (issue 12 item 7): notifications on their own thread
+        from tasksapp.notify import drainer  # notifications on their own thread
 
         _, stop_notify = drainer.start()
         try:
