@@ -33,7 +33,9 @@ OWNERS = {
     "tasksapp.management.commands.demo",
     "tasksapp.views.notify",
     "tasksapp.admin.mirror",
-    "tasksapp.healthcheck",  # /healthz's write probe (a branch in flight adds the module)
+    "tasksapp.healthcheck",  # /healthz's write probe
+    "tasksapp.retention.purge",  # a branch in flight adds retention/
+    "tasksapp.retention.chores",
 }
 NOT_MIRROR = ("migrations", "mcpclient", "demoserver")  # no models there (migrations: history)
 
