@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 COALESCE_SECONDS = 0.2
+WRITE_BATCH = 100  # pushed snapshots written in one database step at most
 
 
 class ListenSupervisor:
@@ -172,21 +173,26 @@ class ListenSupervisor:
             self._writer = asyncio.create_task(self._write_pending())
 
     async def _write_pending(self) -> None:
-        """Write the pushed snapshots in arrival order, the newest of each task only."""
+        """Write the pushed snapshots in arrival order, the newest of each task only; what arrived
+        while one database step ran goes in the next one (up to WRITE_BATCH)."""
         while self._pending:
-            remote_id = next(iter(self._pending))
-            snapshot, received = self._pending.pop(remote_id)
-            task = self._task(remote_id)
-            if task is None:
+            batch: list[tuple[TrackedTask, DetailedTask, float | None]] = []
+            while self._pending and len(batch) < WRITE_BATCH:
+                remote_id = next(iter(self._pending))
+                snapshot, received = self._pending.pop(remote_id)
+                if (task := self._task(remote_id)) is not None:
+                    batch.append((task, snapshot, received))
+            if not batch:
                 continue
             try:
-                await self.worker.apply(task, snapshot, "push", received)
+                await self.worker.apply_many(batch, "push")
             except asyncio.CancelledError:
                 raise
             except Exception:  # the loop boundary: a failed write is caught up by a poll soon
-                log.exception("writing a pushed change of task #%s failed; polling it", task.pk)
-                if not task.in_flight:
-                    self.worker.schedule(task, 1.0)
+                log.exception("writing %d pushed change(s) failed; polling them", len(batch))
+                for task, _, _ in batch:
+                    if not task.in_flight:
+                        self.worker.schedule(task, 1.0)
 
     async def _unsupported(self) -> None:
         self.server.listen_wanted = False

@@ -396,28 +396,42 @@ class Worker:
     ) -> None:
         """Write a snapshot through the service only when its fingerprint moved; never per poll.
         `received` (monotonic) is when a pushed snapshot arrived: push -> commit is measured from it."""
-        current = snapshot_fingerprint(snapshot)
-        if current != task.fingerprint:
-            path = "push" if source == "push" else "safety_net" if task.pushed else "poll"
-            changed = await db(_apply_snapshot)(task.pk, snapshot, source)
-            task.fingerprint = current
-            self.stats.changes += int(changed)
-            if changed:
-                push_lag = time.monotonic() - received if received is not None else None
-                self.stats.record_change(path, server_lag=_server_lag(snapshot), push_lag=push_lag)
-            if snapshot.ttl_ms is not None and snapshot.created_at:
-                task.ttl_deadline = _deadline(snapshot)
-        task.poll_interval_ms = snapshot.poll_interval_ms
-        task.errors = 0
+        await self.apply_many([(task, snapshot, received)], source)
+
+    async def apply_many(
+        self, items: list[tuple[TrackedTask, DetailedTask, float | None]], source: str
+    ) -> None:
+        """`apply` for several snapshots (of different tasks), written in one database step: the
+        listener writes what arrived while the previous step ran together (one trip to the database
+        thread, not one a change)."""
+        moved = [(t, snap, recv) for t, snap, recv in items if snapshot_fingerprint(snap) != t.fingerprint]
+        if moved:
+            results = await db(_apply_snapshots)([(t.pk, snap) for t, snap, _ in moved], source)
+            committed = time.monotonic()
+            for (task, snapshot, received), changed in zip(moved, results, strict=True):
+                path = "push" if source == "push" else "safety_net" if task.pushed else "poll"
+                task.fingerprint = snapshot_fingerprint(snapshot)
+                self.stats.changes += int(changed)
+                if changed:
+                    push_lag = committed - received if received is not None else None
+                    self.stats.record_change(path, server_lag=_server_lag(snapshot), push_lag=push_lag)
+                if snapshot.ttl_ms is not None and snapshot.created_at:
+                    task.ttl_deadline = _deadline(snapshot)
         answered = timezone.now()
-        self._confirmed[task.pk] = answered
-        if task.gateway:
-            self._polled[task.pk] = answered
-        if snapshot.is_terminal:
-            self.forget(task.pk)
-            await db(store.release)(self.name, [task.pk])
-        elif source == "poll":
-            self.schedule(task, self.next_delay(task))
+        ended: list[int] = []
+        for task, snapshot, _ in items:
+            task.poll_interval_ms = snapshot.poll_interval_ms
+            task.errors = 0
+            self._confirmed[task.pk] = answered
+            if task.gateway:
+                self._polled[task.pk] = answered
+            if snapshot.is_terminal:
+                self.forget(task.pk)
+                ended.append(task.pk)
+            elif source == "poll":
+                self.schedule(task, self.next_delay(task))
+        if ended:
+            await db(store.release)(self.name, ended)
 
     def next_delay(self, task: TrackedTask) -> float:
         """The server's interval (a slow safety net under a healthy stream), but never past the TTL:
@@ -573,9 +587,13 @@ def _close_connections() -> None:
     connections.close_all()
 
 
-def _apply_snapshot(pk: int, snapshot: DetailedTask, source: str) -> bool:
+def _apply_snapshots(items: list[tuple[int, DetailedTask]], source: str) -> list[bool]:
     # The service re-reads the row under a lock; an unsaved instance carrying the pk is enough.
-    return services.task_apply_snapshot(task=RemoteTask(pk=pk), snapshot=snapshot, source=source)
+    # Each snapshot is its own transaction, as when they were written one step each.
+    return [
+        services.task_apply_snapshot(task=RemoteTask(pk=pk), snapshot=snapshot, source=source)
+        for pk, snapshot in items
+    ]
 
 
 def _expire(pk: int, reason: str) -> None:
