@@ -296,6 +296,18 @@ NOTIFY_DEADLINE_SECONDS = env_int("NOTIFY_DEADLINE_SECONDS", 30, minimum=1)
 # Set by `manage.py demo` only: the page of its outbox sink (what its email and webhooks sent).
 DEMO_SINK_URL = ""
 
+# Retention (docs/operations.md#retention): days each kind is kept, 0 = forever; `manage.py purge`
+# and the worker (daily) delete the rest, RETAIN_BATCH rows per transaction.
+RETAIN_TASKS_DAYS = env_int("RETAIN_TASKS_DAYS", 90, minimum=0)  # finished tasks, events, input requests
+RETAIN_AUDIT_DAYS = env_int("RETAIN_AUDIT_DAYS", 365, minimum=0)
+RETAIN_OUTBOX_DAYS = env_int("RETAIN_OUTBOX_DAYS", 30, minimum=0)  # notifications sent or given up
+RETAIN_SESSIONS_DAYS = env_int("RETAIN_SESSIONS_DAYS", 7, minimum=0)  # after the session expired
+RETAIN_BATCH = env_int("RETAIN_BATCH", 500, minimum=1)
+if RETAIN_BATCH > 10_000:
+    raise ImproperlyConfigured(
+        f"RETAIN_BATCH={RETAIN_BATCH} is above 10000: batches must stay short transactions."
+    )
+
 # The gateway (docs/gateway.md): the dashboard's public URL (for gatewayUrl in `servers list`), the
 # largest request body an agent may send, origins besides the dashboard's own that may call it
 # from a browser, how stale the mirror may be beyond a poll interval, listen keep-alives.

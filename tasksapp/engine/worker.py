@@ -33,6 +33,7 @@ from tasksapp.mcpclient import (
 )
 from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import RemoteTask
+from tasksapp.retention import chores as retention_chores
 from tasksapp.services import health
 from tasksapp.services.errors import describe
 from tasksapp.services.tasks import snapshot_fingerprint
@@ -51,6 +52,7 @@ AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to recon
 # of a fraction of a millisecond). A wake-up (a nudge, a task due at once) is never delayed by it.
 WAKE_STEP_SECONDS = 0.005
 GATEWAY_STAMP_SECONDS = 0.1
+PURGE_CHECK_SECONDS = 60.0
 SUCCESS_EVERY_SECONDS = health.SUCCESS_REFRESH.total_seconds()
 SUCCESS_EVERY_SECONDS_FAILING = health.SUCCESS_REFRESH_FAILING.total_seconds()
 
@@ -266,6 +268,7 @@ class Worker:
             asyncio.create_task(chores.follow_nudges(self)),
             asyncio.create_task(self._housekeeping()),
             asyncio.create_task(self._beating()),
+            asyncio.create_task(self._purging()),
             asyncio.create_task(self._stamp_gateway_tasks()),
         ]
         try:
@@ -324,6 +327,19 @@ class Worker:
                 log.exception("worker %s: heartbeat failed; retrying", self.name)
                 pause = min(1.0, pause)
             await asyncio.sleep(pause)
+
+    async def _purging(self) -> None:
+        """The daily purge (tasksapp.retention), asked for every minute: the worker that claims its
+        Chore row runs it, on a thread of its own in short batches, so polls carry on meanwhile."""
+        step = SyncToAsync(resilient(retention_chores.purge_if_due), thread_sensitive=False)
+        while True:
+            try:
+                await step(self.name)
+            except CANNOT_WRITE as exc:
+                log.warning("worker %s: purge could not run (%s); trying again later", self.name, exc)
+            except Exception:  # the loop boundary: a failed purge must not stop the worker
+                log.exception("worker %s: purge failed; trying again later", self.name)
+            await asyncio.sleep(PURGE_CHECK_SECONDS)
 
     async def _stamp_gateway_tasks(self) -> None:
         """Every tenth of a second: when the server last confirmed the gateway tasks polled since."""
