@@ -977,11 +977,12 @@ def daphne_main(argv: list[str]) -> None:
         django.setup()
         from tasksapp.connections import database_sync_to_async
         from tasksapp.live import shared
+        from tasksapp.metrics import live_counts
 
         async def render_per_socket(
             key: Any, not_before: float, fn: Any, *, thread_sensitive: bool = True
         ) -> Any:
-            shared.counts["renders"] += 1
+            live_counts["renders"] += 1
             return await database_sync_to_async(fn, thread_sensitive=thread_sensitive)()
 
         shared.render = render_per_socket

@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from tasksapp import services
-from tasksapp.live import fanout
+from tasksapp.metrics import live_counts
 from tests.test_live import make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +27,7 @@ async def test_rows_for_many_sockets_are_rendered_once_each_in_one_step() -> Non
     sockets = [socket(client, "page=tasks") for _ in range(5)]
     for communicator in sockets:
         assert (await communicator.connect())[0]
-    before = dict(fanout.counts)
+    before = {key: live_counts[key] for key in ("batches", "batch_items", "batch_waits")}
 
     await sync_to_async(change_together)(tasks)
     for communicator in sockets:
@@ -41,13 +41,13 @@ async def test_rows_for_many_sockets_are_rendered_once_each_in_one_step() -> Non
     # one per row or per socket; each row at most once per step. A socket that learnt of a change
     # after a step began may not reuse that step's render (fanout.py's rule), so on a loaded box a
     # row can be rendered once more in the second step: 3 renders at best, 6 at worst, never 15.
-    batches = fanout.counts["batches"] - before["batches"]
-    items = fanout.counts["items"] - before["items"]
+    batches = live_counts["batches"] - before["batches"]
+    items = live_counts["batch_items"] - before["batch_items"]
     assert 1 <= batches <= 2
     assert 3 <= items <= 3 * batches
     # Each socket waits once per batch its rows are in, not once per row: per-row futures and
     # tasks were most of a loaded process's event loop (bench/fanout.py --profile).
-    waits = fanout.counts["waits"] - before["waits"]
+    waits = live_counts["batch_waits"] - before["batch_waits"]
     assert len(sockets) <= waits <= 2 * len(sockets)
     for communicator in sockets:
         await communicator.disconnect()

@@ -20,7 +20,7 @@ from django.test import Client
 
 from dashboard.asgi import application
 from tasksapp import events, services
-from tasksapp.live import shared
+from tasksapp.metrics import live_counts
 from tasksapp.models import McpServer, RemoteTask, holder_key
 from tasksapp.services.tasks import task_note
 
@@ -244,11 +244,11 @@ async def test_sockets_of_one_audience_share_one_render(viewer: tuple[User, Clie
     sockets = [socket(viewer[1], f"page=task&task={task.pk}") for _ in range(5)]
     for communicator in sockets:
         assert (await communicator.connect())[0]
-    renders = shared.counts["renders"]
+    renders = live_counts["renders"]
     await sync_to_async(services.task_record_error)(task=task, error="shared")
     frames = {await communicator.receive_from(timeout=5) for communicator in sockets}
     assert len(frames) == 1  # the same bytes to everyone
-    assert shared.counts["renders"] - renders == 1
+    assert live_counts["renders"] - renders == 1
     for communicator in sockets:
         await communicator.disconnect()
 

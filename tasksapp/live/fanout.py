@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasksapp.connections import database_sync_to_async
-from tasksapp.live import shared
+from tasksapp.metrics import live_counts
 
 KEEP_SECONDS = 30.0
 PRUNE_ABOVE = 4096
@@ -43,7 +43,6 @@ class _Done:
 _pending: dict[Hashable, _Batch] = {}  # (kind, audience) -> the batch not started yet
 _done: dict[tuple[Hashable, Hashable], _Done] = {}  # ((kind, audience), item) -> its latest render
 _running: set["asyncio.Future[None]"] = set()
-counts = {"batches": 0, "items": 0, "shared": 0, "waits": 0}  # for benchmarks and tests
 
 
 def _future_for(group: Hashable, item: Hashable, not_before: float) -> "asyncio.Future[dict[Any, Any]]":
@@ -56,7 +55,7 @@ def _future_for(group: Hashable, item: Hashable, not_before: float) -> "asyncio.
         and done.started >= not_before
         and not (done.result.done() and done.result.exception())
     ):
-        counts["shared"] += 1
+        live_counts["batch_shared"] += 1
         return done.result
     batch = _pending.get(group)
     if batch is None:
@@ -71,9 +70,9 @@ def _start(group: Hashable) -> None:
     started = time.monotonic()
     for item in batch.items:
         _done[(group, item)] = _Done(started, batch.result)
-    counts["batches"] += 1
-    counts["items"] += len(batch.items)
-    shared.counts["renders"] += len(batch.items)
+    live_counts["batches"] += 1
+    live_counts["batch_items"] += len(batch.items)
+    live_counts["renders"] += len(batch.items)
     task = asyncio.ensure_future(_run(batch, _renderers[group]))
     _running.add(task)  # held until done: the loop keeps only weak references to tasks
     task.add_done_callback(_running.discard)
@@ -112,7 +111,7 @@ async def render_many(
     for item, not_before in items:
         futures.setdefault(_future_for(group, item, not_before), []).append(item)
     found: dict[Any, Any] = {}
-    counts["waits"] += len(futures)
+    live_counts["batch_waits"] += len(futures)
     for future, wanted in futures.items():
         # Shielded: a socket closing mid-render must not cancel the render the others wait for.
         results = await asyncio.shield(future)

@@ -20,6 +20,7 @@ from django.utils import timezone, translation
 
 from tasksapp import events
 from tasksapp.live import fanout, shared
+from tasksapp.metrics import live_counts
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
 from tasksapp.permissions import roles_of
 from tasksapp.presenters import inbox as inbox_view
@@ -40,7 +41,6 @@ def audience(user: Any) -> tuple[tuple[str, bool], ...]:
 
 _recent: dict[tuple[datetime, int], tuple[float, list[int] | None]] = {}
 RECENT_SECONDS = 1.0
-counts = {"changed_since": 0, "changed_since_reused": 0}  # for tests and benchmarks
 
 
 def tasks_changed_since(since: datetime, limit: int) -> list[int] | None:
@@ -53,9 +53,9 @@ def tasks_changed_since(since: datetime, limit: int) -> list[int] | None:
     now = time.monotonic()
     found = _recent.get((since, limit))
     if found is not None and now - found[0] < RECENT_SECONDS:
-        counts["changed_since_reused"] += 1
+        live_counts["changed_since_reused"] += 1
         return found[1]
-    counts["changed_since"] += 1
+    live_counts["changed_since"] += 1
     answer = _changed_since(since, limit)
     if len(_recent) > 256:
         _recent.clear()
@@ -273,7 +273,6 @@ class TaskPage(LivePage):
 
 _entries: dict[tuple[Any, ...], tuple[str, str]] = {}
 ENTRIES_KEPT = 20_000
-entry_counts = {"rendered": 0, "reused": 0}  # for tests and benchmarks
 
 
 def timeline_entry(template: str, event: TaskEvent) -> tuple[str, str]:
@@ -295,9 +294,9 @@ def timeline_entry(template: str, event: TaskEvent) -> tuple[str, str]:
     )
     found = _entries.get(key)
     if found is not None:
-        entry_counts["reused"] += 1
+        live_counts["timeline_reused"] += 1
     else:
-        entry_counts["rendered"] += 1
+        live_counts["timeline_rendered"] += 1
         if len(_entries) >= ENTRIES_KEPT:
             _entries.clear()
         found = _entries[key] = (

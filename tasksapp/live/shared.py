@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasksapp.connections import database_sync_to_async
+from tasksapp.metrics import live_counts
 
 KEEP_SECONDS = 30.0
 PRUNE_ABOVE = 1024
@@ -25,7 +26,6 @@ class _Render:
 
 
 _renders: dict[Hashable, _Render] = {}
-counts = {"renders": 0, "shared": 0}  # for tests and benchmarks: how often a render was reused
 
 
 async def render(
@@ -38,10 +38,10 @@ async def render(
         started = time.monotonic()
         task = asyncio.ensure_future(database_sync_to_async(fn, thread_sensitive=thread_sensitive)())
         entry = _renders[key] = _Render(started, task)
-        counts["renders"] += 1
+        live_counts["renders"] += 1
         _prune(started)
     else:
-        counts["shared"] += 1
+        live_counts["renders_shared"] += 1
     # Shielded: a socket closing mid-render must not cancel the render the others wait for.
     return await asyncio.shield(entry.result)
 
