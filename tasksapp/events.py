@@ -5,15 +5,13 @@ publisher and group (`seq`): a process's live hub that sees a number skipped kno
 dropped on the way (a full channel drops silently) and has its pages catch up instead of showing
 an old state (tasksapp/live/hub.py).
 
-Nothing that writes the mirror waits for the channel layer (issue 20): a change is numbered and
-handed to one publisher thread per process, which sends in number order on its own event loop.
-Before, the send ran in the commit's on_commit hook, on the one database thread the worker and the
-Daphne views share: while Redis was slow or away (connect timeouts, a stalled socket) every
-following mirror write waited behind it, and completions reached the database 13-18 s late during
-a 15 s Redis outage. A publisher whose queue is full (Redis away for long) drops the newest
-message; the number it took stays skipped, so the pages see the gap and catch up. The in-memory
-layer (one process, no network) is still sent to at once: it cannot stall, and its queues belong
-to the event loop that reads them.
+Nothing that writes the mirror waits for the channel layer: a change is numbered and handed to one
+publisher thread per process, which sends in number order on its own event loop, so a Redis that
+is slow or away (connect timeouts, a stalled socket) delays only the notifications, never the
+database thread the worker and the Daphne views share. A publisher whose queue is full (Redis away
+for long) drops the newest message; the number it took stays skipped, so the pages see the gap and
+catch up. The in-memory layer (one process, no network) is still sent to at once: it cannot stall,
+and its queues belong to the event loop that reads them.
 """
 
 import asyncio

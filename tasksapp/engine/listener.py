@@ -12,10 +12,9 @@ know them (it restarted, or they expired): they are polled, and listen is tried 
 added later.
 
 A pushed snapshot is never written while the stream waits: it is kept (the newest per task, with
-when the first unwritten one arrived) and one writer per stream writes them in turn. Before, the
-stream read its next event only after the previous one was in the mirror; under CPU saturation the
-writes fell behind the pushes, the stream backed up on the connection, and the 30 s safety-net poll
-saw most changes first (issue 20: 70 % of changes, 7 s apart on tasks changing every 2 s).
+when the first unwritten one arrived) and one writer per stream writes what arrived meanwhile in
+one database step, so the stream is read as fast as it arrives and the safety-net poll does not see
+changes first on a worker short of CPU (docs/benchmarks.md, mirror lag).
 """
 
 import asyncio
