@@ -85,6 +85,7 @@ class Demo:
         }
         self.env.pop("REDIS_URL", None)  # the demo is the in-memory channel layer, one process
         self.proc: subprocess.Popen[str] | None = None
+        self.stop_note = ""
         self.lines: queue.Queue[str] = queue.Queue()
         self.output: list[str] = []
 
@@ -142,19 +143,28 @@ class Demo:
         out = self.manage("call", "reference", tool, json.dumps(arguments or {}), "--json")
         return dict(json.loads(out))
 
-    def stop(self, timeout: float = 30.0) -> bool:
-        """SIGINT, as Ctrl-C; True if it said 'stopped cleanly' and exited 0."""
+    def stop(self, timeout: float = 60.0) -> bool:
+        """SIGINT, as Ctrl-C; True if it said 'stopped cleanly' and exited 0 (else `stop_note` says
+        what happened instead)."""
         if self.proc is None or self.proc.poll() is not None:
+            early = f"exited {self.proc.returncode} before" if self.proc is not None else ""
+            self.stop_note = early or "it was not running"
             return self.proc is not None and self.proc.returncode == 0
         self.proc.send_signal(signal.SIGINT)
+        began = time.monotonic()
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
+            self.stop_note = f"still running {timeout:.0f} s after SIGINT: killed"
             return False
         self.reader.join(10)  # its last lines: the process has exited, its pipe ends
-        return code == 0 and any("stopped cleanly" in line for line in self.output)
+        said = any("stopped cleanly" in line for line in self.output)
+        self.stop_note = f"exit code {code} after {time.monotonic() - began:.1f} s" + (
+            "" if said else ", without saying 'stopped cleanly'"
+        )
+        return code == 0 and said
 
     def setup_django(self) -> None:
         """Point this process's Django at the demo's database (read-mostly: waits, task ids)."""
@@ -384,7 +394,7 @@ def main() -> int:
                 context.close()
     finally:
         clean = demo.stop()
-        print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'}")
+        print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'} ({demo.stop_note})")
         if not clean:
             print("".join(demo.output[-30:]))
         if not args.keep:

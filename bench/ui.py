@@ -905,7 +905,7 @@ def live_main(args: argparse.Namespace) -> None:
             render_ms = consumer_render_cost(pk, args.render_repeat)
     finally:
         clean = demo.stop()
-        print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'}")
+        print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'} ({demo.stop_note})")
         shutil.rmtree(demo.var_dir, ignore_errors=True)
     print_live(samples, missed, render_ms, args)
 
