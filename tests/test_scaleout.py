@@ -309,6 +309,39 @@ def test_a_killed_workers_tasks_move_to_the_survivor(database: str, demo: Runnin
 
 
 @pytest.mark.postgres
+def test_a_frozen_workers_tasks_move_to_the_survivor_and_it_polls_none_of_them_when_it_thaws(
+    database: str, demo: RunningPeer, fleet: Fleet
+) -> None:
+    """A worker starved past its leases (SIGSTOP here; a saturated machine in CI) must not go on polling
+    tasks another worker has taken meanwhile: it renews first, and polls only what is its own again
+    (the survivor hands part of the work back once the thawed worker beats: those it may poll)."""
+    started = start_pair_sharing_tasks(database, demo, fleet)
+    frozen = fleet.processes["A"]
+    frozen.send_signal(signal.SIGSTOP)
+    try:
+        held_by_a = (
+            "SELECT count(*) FROM tasksapp_remotetask WHERE leased_by = 'A' AND NOT expired "
+            "AND status NOT IN ('completed', 'failed', 'cancelled')"
+        )
+        wait_until(
+            lambda: query(database, held_by_a) == [(0,)],
+            LEASE_SECONDS * 3 + 5,
+            explain(database, fleet),
+        )
+        demo.clear()
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+    time.sleep(3)  # 12 poll intervals: a thawed worker that trusted its old leases polls at once
+    polled = pollers(demo)
+    held = holders(database)
+
+    by_a = {pk for pk, remote in started.items() if agent("A") in polled.get(remote, {})}
+    assert polled, f"nothing polled{fleet.output()}"
+    assert {pk for pk in by_a if held[pk] != "A"} == set(), f"polled by A, held by B{fleet.output()}"
+    assert fleet.stop("A") == 0 and fleet.stop("B") == 0, fleet.output()
+
+
+@pytest.mark.postgres
 def test_a_worker_started_later_takes_a_share_of_the_running_tasks(
     database: str, demo: RunningPeer, fleet: Fleet
 ) -> None:

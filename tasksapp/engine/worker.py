@@ -144,6 +144,10 @@ class Worker:
         self._stop = asyncio.Event()
         self._started: datetime = timezone.now()
         self._next_renew = 0.0
+        # Until when (monotonic) every lease this worker holds is surely its own: measured from before
+        # the claim or renewal that set it, so the database's lease_until is never earlier. Past it,
+        # another worker may have taken the tasks, and none is polled until a renewal says which stay.
+        self._leases_until = 0.0
         self._adopted = False
         self._db_failures = 0
         self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
@@ -160,17 +164,25 @@ class Worker:
     async def refresh(self) -> None:
         """Sync servers, renew leases now and then, claim new tasks, and drop what is gone."""
         chores.sync_servers(self, await db(store.enabled_servers)(self.name))
+        span = settings.MCP_LEASE_SECONDS
         if not self._adopted:
             # A process restarted under the same --name takes over what its predecessor held at once.
+            began = time.monotonic()
             self._track_all(await db(store.load_tasks)(await db(store.adopt)(self.name)))
+            self._leases_until = began + span
             self._adopted = True
         if time.monotonic() >= self._next_renew:
-            self._next_renew = time.monotonic() + settings.MCP_LEASE_SECONDS / 3
+            began = time.monotonic()
+            self._next_renew = began + span / 3
             held = await db(store.renew)(self.name, set(self.tasks))
             for pk in self.tasks.keys() - held:
                 self.forget(pk)
+            self._leases_until = began + span
             await self._shed_excess()
+        began = time.monotonic()
         while new := await db(store.claim)(self.name, len(self.tasks)):
+            if not self.tasks:  # only new leases held: they are good from this claim on
+                self._leases_until = began + span
             self._track_all(await db(store.load_tasks)(new - self.tasks.keys()))
             if len(new) < store.CLAIM_BATCH:
                 break
@@ -205,6 +217,13 @@ class Worker:
                 continue
             server = self.servers.get(task.server_id)
             if server is None:
+                continue
+            if now > self._leases_until - settings.MCP_LEASE_SECONDS / 5:
+                # The leases may have lapsed (a starved event loop renews late): poll nothing another
+                # worker may hold now; renew at once, then poll what is still ours.
+                self._next_renew = 0.0
+                self._wake.set()
+                self.schedule(task, 0.5)
                 continue
             if server.backing_off(now) or self._db_backoff_until > now:
                 until = max(server.backoff_until, self._db_backoff_until)
