@@ -114,6 +114,7 @@ def _sqlite(backfill: bool, agent: bool) -> list[str]:
 
 # --- PostgreSQL: tsvector + GIN ---------------------------------------------------------------
 
+
 # Punctuation becomes a space before parsing, so PostgreSQL splits words where SQLite's unicode61 does
 # (its parser would otherwise keep `a_b`, `5/60` or `example.com` whole).
 def _pg_document(agent: bool) -> str:
