@@ -416,9 +416,7 @@ class RemoteTask(models.Model):
         """When the task ended, the one definition every duration uses: the moment the mirror saw
         it finish, or, for an expired task, the moment the server was found to no longer know it.
         None while it runs. (search.Elapsed is the same in SQL, for sorting.)"""
-        if self.is_terminal:
-            return self.finished_at
-        return self.expired_at if self.expired else None
+        return ended_at(self.status, self.finished_at, self.expired, self.expired_at)
 
     @property
     def ttl_deadline(self) -> datetime | None:
@@ -485,15 +483,31 @@ class RemoteTask(models.Model):
     @property
     def display_status(self) -> str:
         """One label for people: the server's status, refined by what we know locally."""
-        if self.expired:
-            return "expired"
-        if self.status == "completed" and self.is_tool_error:
-            return "completed with tool error"
-        if self.cancel_requested_at and not self.is_terminal:
-            return "cancel requested"
-        if self.status == "input_required":
-            return "needs input"
-        return self.status
+        return status_label(
+            self.status, self.expired, self.is_tool_error, self.cancel_requested_at is not None
+        )
+
+
+def status_label(status: str, expired: bool, is_tool_error: bool, cancel_requested: bool) -> str:
+    """RemoteTask.display_status from the columns alone (exports read rows, not models)."""
+    if expired:
+        return "expired"
+    if status == "completed" and is_tool_error:
+        return "completed with tool error"
+    if cancel_requested and status not in TERMINAL:
+        return "cancel requested"
+    if status == "input_required":
+        return "needs input"
+    return status
+
+
+def ended_at(
+    status: str, finished_at: datetime | None, expired: bool, expired_at: datetime | None
+) -> datetime | None:
+    """RemoteTask.ended_at from the columns alone."""
+    if status in TERMINAL:
+        return finished_at
+    return expired_at if expired else None
 
 
 class InputRequest(models.Model):
