@@ -146,3 +146,37 @@ def test_a_strong_random_key_passes() -> None:
         **{**PRODUCTION, "DASHBOARD_ENCRYPTION_KEY": secrets.token_urlsafe(48)},
     )
     assert run.returncode == 0, run.stderr
+
+
+def test_decrypt_many_reads_exactly_what_decrypt_reads(use_keys: UseKeys) -> None:
+    """The export's batch decryption (one AES pass per key) against Fernet's own, token by token:
+    current, fallback and single-SHA-256 keys, every plaintext length around the block size, and
+    tokens that must not read (tampered anywhere, another key, truncated, not base64, empty)."""
+    use_keys(OLD)
+    old_tokens = [crypto.encrypt(f"old-{i}") for i in range(3)]
+    legacy = Fernet(
+        base64.urlsafe_b64encode(hashlib.sha256(b"mcp-dashboard/fernet\0" + OLD.encode()).digest())
+    )
+    legacy_tokens = [legacy.encrypt("légacy-ü".encode()).decode()]
+    use_keys(NEW, OLD)
+    texts = ["x" * size for size in range(34)] + ["tsk-4f0c2d9e", "日本語のタスク", secrets.token_urlsafe(48)]
+    tokens = [crypto.encrypt(text) for text in texts] + old_tokens + legacy_tokens
+    raw = base64.urlsafe_b64decode(tokens[20])
+    tampered = [
+        base64.urlsafe_b64encode(raw[:at] + bytes([raw[at] ^ 1]) + raw[at + 1 :]).decode()
+        for at in (0, 5, 12, 30, len(raw) - 40, len(raw) - 1)
+    ]
+    stranger = Fernet(Fernet.generate_key()).encrypt(b"not ours").decode()
+    unreadable = [*tampered, stranger, tokens[3][:-8], "not base64 !!", ""]
+    mixed = [*tokens, *unreadable, tokens[0]]
+
+    def one(token: str) -> str | None:
+        try:
+            return crypto.decrypt(token)
+        except crypto.SecretUnreadable:
+            return None
+
+    expected = [one(token) for token in mixed]
+    assert expected[: len(texts)] == texts and expected[len(tokens) : -1] == [None] * len(unreadable)
+    assert crypto.decrypt_many(mixed) == expected
+    assert crypto.decrypt_many([]) == []
