@@ -232,14 +232,21 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"one_line_refusals": {"()": "tasksapp.logfilters.RefusalsOnOneLine"}},
+    "filters": {
+        "one_line_refusals": {"()": "tasksapp.logfilters.RefusalsOnOneLine"},
+        "one_line_retries": {"()": "tasksapp.logfilters.RetriedOnOneLine"},
+        "once_per_second": {"()": "tasksapp.logfilters.OncePerSecond"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
         # A refused request is one line, without the traceback of the exception that refused it.
-        "django.request": {"filters": ["one_line_refusals"]},
+        # A page load answered again on a new connection logs one WARNING line, not an ERROR.
+        "django.request": {"filters": ["one_line_refusals", "one_line_retries"]},
+        # The pool's reconnecting threads each warn at every attempt while the database is away.
+        "psycopg.pool": {"filters": ["once_per_second"]},
         # django-axes says four things at INFO for every sign-in; its warnings (a failed login, a
         # lockout) are the ones worth a line each.
         "axes": {"level": "WARNING"},

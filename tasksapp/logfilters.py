@@ -1,6 +1,8 @@
 """Logging filters the settings install (dashboard/settings.py LOGGING)."""
 
 import logging
+import threading
+import time
 
 
 class RefusalsOnOneLine(logging.Filter):
@@ -12,4 +14,46 @@ class RefusalsOnOneLine(logging.Filter):
         status = getattr(record, "status_code", None)
         if isinstance(status, int) and 400 <= status < 500:
             record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+class RetriedOnOneLine(logging.Filter):
+    """A page load whose database connection died under it is answered again on a new connection
+    (tasksapp.connections.RetryLostConnectionMiddleware): the first attempt's 500 is not the
+    answer, so it is one WARNING line, not an ERROR with a traceback. If the second attempt fails
+    too, that one is logged as usual."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        method = str(getattr(request, "method", ""))
+        if getattr(request, "_connection_lost", False) and method in ("GET", "HEAD"):
+            reason = record.exc_info[1] if record.exc_info else None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = "database connection lost during %s %s (%s); answering again on a new connection"
+            record.args = (method, getattr(request, "path", ""), str(reason).strip() or "closed")
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+class OncePerSecond(logging.Filter):
+    """At most one line a second from a logger (psycopg.pool's reconnecting threads each log every
+    failed attempt: 3-10 a second during an outage); the next line that passes says how many were
+    left out."""
+
+    def __init__(self, name: str = "") -> None:
+        super().__init__(name)
+        self._lock = threading.Lock()
+        self._last = 0.0
+        self._skipped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last < 1.0:
+                self._skipped += 1
+                return False
+            self._last, skipped, self._skipped = now, self._skipped, 0
+        if skipped:
+            record.msg = f"{record.getMessage()} ({skipped} more like it in the last second)"
+            record.args = ()
         return True
