@@ -46,25 +46,12 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         params = {
             key: values[0] for key, values in parse_qs(self.scope.get("query_string", b"").decode()).items()
         }
-        page = params.get("page", "")
-        if user is None or page not in PAGES or not await database_sync_to_async(can)(user, VIEW):
-            await self.close(code=REFUSED)
-            return
-        # Fragments in the page's language: activated for this consumer's task (and the renders it
-        # starts, which copy its context), and part of the audience so renders are shared per language.
-        code = await database_sync_to_async(language.for_scope)(self.scope)
-        translation.activate(code)
-        # The same for the reader's time zone: live fragments say the times the page says.
-        zone = await database_sync_to_async(prefs.zone_for_scope)(self.scope)
-        timezone.activate(zoneinfo.ZoneInfo(zone))
-        audience = await database_sync_to_async(pages.audience)(user)
-        roles = (*audience, (f"language:{code}", True), (f"zone:{zone}", True))
-        view = pages.page_for(page, params, roles, _since(params.get("since", "")))
+        view = await self._open(user, params)
         if view is None:
             await self.close(code=REFUSED)
             return
         self.view = view
-        # The language and zone activated above live in this context: what the hub hands over runs
+        # The language and zone _open activated live in this context: what the hub hands over runs
         # in the hub's task, so the work it starts for this socket is spawned in this one (_spawn).
         self.context = contextvars.copy_context()
         self.user_pk = user.pk
@@ -73,23 +60,45 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.flushing: asyncio.Task[None] | None = None
         self.joined = time.monotonic()
         joined_at = datetime.now(UTC)
+        await self._join()
+        await self.accept()
+        self.watch = asyncio.create_task(self._watch_session())
+        if "since" in params:  # a page (not a script, a test): it catches up
+            await self._in_step(joined_at)
+
+    async def _open(self, user: Any, params: dict[str, str]) -> pages.LivePage | None:
+        """The page this socket follows, or None when it may not be opened. Activates the page's
+        language and the reader's time zone for this consumer's task (and the renders it starts,
+        which copy its context); both are part of the audience, so renders are shared per each."""
+        page = params.get("page", "")
+        if user is None or page not in PAGES or not await database_sync_to_async(can)(user, VIEW):
+            return None
+        code = await database_sync_to_async(language.for_scope)(self.scope)
+        translation.activate(code)
+        zone = await database_sync_to_async(prefs.zone_for_scope)(self.scope)
+        timezone.activate(zoneinfo.ZoneInfo(zone))
+        audience = await database_sync_to_async(pages.audience)(user)
+        roles = (*audience, (f"language:{code}", True), (f"zone:{zone}", True))
+        return pages.page_for(page, params, roles, _since(params.get("since", "")))
+
+    async def _join(self) -> None:
+        """The page's groups, its session's and its user's, and the inbox badge's on every page."""
         self.groups = [
             *self.view.groups(),
             events.session_group(self.session_key),
             events.user_group(self.user_pk),
         ]
-        if inbox_badge.GROUP not in self.groups:  # inbox: the nav badge on every page
+        if inbox_badge.GROUP not in self.groups:
             self.groups.append(inbox_badge.GROUP)
         for group in self.groups:
             if group in hub.SHARED:  # one subscription per process (tasksapp/live/hub.py)
                 await hub.hub().join(group, self)
             else:
                 await self.channel_layer.group_add(group, self.channel_name)
-        await self.accept()
-        self.watch = asyncio.create_task(self._watch_session())
-        if "since" not in params:  # not a page (a script, a test): nothing to catch up on
-            return
-        # In step from here on: a reconnecting page asks for what changed since this moment.
+
+    async def _in_step(self, joined_at: datetime) -> None:
+        """In step from here on: a reconnecting page asks for what changed since this moment, and
+        this one catches up on what changed since its page was rendered."""
         stamp = int((joined_at - pages.MARGIN).timestamp())
         await self.send(
             text_data=f'<div id="live-sync" hidden hx-swap-oob="true" data-since="{escape(stamp)}"></div>'
