@@ -396,7 +396,7 @@ def main() -> int:
         clean = demo.stop()
         print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'} ({demo.stop_note})")
         if not clean:
-            print("".join(demo.output[-30:]))
+            print("".join(demo.output[-150:]))
         if not args.keep:
             shutil.rmtree(demo.var_dir, ignore_errors=True)
     return 0 if clean else 1

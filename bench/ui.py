@@ -906,6 +906,8 @@ def live_main(args: argparse.Namespace) -> None:
     finally:
         clean = demo.stop()
         print(f"demo stopped with SIGINT: {'cleanly' if clean else 'NOT cleanly'} ({demo.stop_note})")
+        if not clean:
+            print("".join(demo.output[-150:]))
         shutil.rmtree(demo.var_dir, ignore_errors=True)
     print_live(samples, missed, render_ms, args)
 

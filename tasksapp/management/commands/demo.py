@@ -8,6 +8,7 @@ stops the worker (leases released), the reference server's streams, and Daphne, 
 import asyncio
 import contextlib
 import errno
+import faulthandler
 import logging
 import os
 import secrets
@@ -111,7 +112,9 @@ class Command(BaseCommand):
         server.run()
         if not server.listening_addresses:  # taken between the check above and now
             raise CommandError(f"Could not listen on {url}: {_BUSY_HINT.format(flag='--port')}")
+        faulthandler.cancel_dump_traceback_later()
         self.stdout.write("stopped cleanly")
+        self.stdout.flush()
 
     def _demo_user(self, username: str, password: str | None) -> str:
         """Keep the demo user's password across restarts (open browsers stay logged in).
@@ -150,6 +153,9 @@ class Command(BaseCommand):
         from twisted.internet import defer, reactor
 
         async def stop() -> None:
+            # Ctrl-C that has not ended the process well after every bounded step below: say where each
+            # thread is (stderr), so a hang is found rather than guessed at.
+            faulthandler.dump_traceback_later(3 * STOP_SECONDS, exit=False)
             notifier.cancel()
             worker.stop()
             # Ctrl-C must always stop the demo: the worker gets a bounded time to finish (release its
