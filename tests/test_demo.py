@@ -35,11 +35,17 @@ def demo_command(port: int, *extra: str) -> list[str]:
 
 
 @contextmanager
-def running_demo(var: Path, *extra: str) -> Iterator[tuple[str, str]]:
-    """Start the demo, read its banner, yield (dashboard URL, password shown); Ctrl-C it after."""
+def running_demo(var: Path, *extra: str, sigint_ignored: bool = False) -> Iterator[tuple[str, str]]:
+    """Start the demo, read its banner, yield (dashboard URL, password shown); Ctrl-C it after.
+    `sigint_ignored`: started as a shell starts a background job (`demo &`), SIGINT ignored."""
     port = free_port()
     process = subprocess.Popen(
-        demo_command(port, *extra), cwd=ROOT, env=demo_env(var), stdout=subprocess.PIPE, text=True
+        demo_command(port, *extra),
+        cwd=ROOT,
+        env=demo_env(var),
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
     )
     assert process.stdout is not None
     banner = []
@@ -127,6 +133,13 @@ def wait_for_news_of(database: sqlite3.Connection, task_id: int) -> tuple[Any, .
         assert time.monotonic() < deadline, row
         time.sleep(0.1)
     return tuple(row)
+
+
+def test_sigint_stops_a_demo_started_in_the_background_of_a_script(tmp_path: Path) -> None:
+    """A non-interactive shell starts `manage.py demo &` with SIGINT ignored (so did .ci/test for the
+    browser tests, whose demos then never stopped): SIGINT must still stop it cleanly."""
+    with running_demo(tmp_path, sigint_ignored=True) as (url, _):
+        assert httpx.get(f"{url}/login/", timeout=10).status_code == 200
 
 
 def test_demo_on_a_busy_port_exits_non_zero_with_a_hint(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import faulthandler
 import logging
 import os
 import secrets
+import signal
 import socket
 import traceback
 from dataclasses import dataclass
@@ -102,6 +103,10 @@ class Command(BaseCommand):
             "  Ctrl-C stops everything.\n"
         )
         self.stdout.flush()
+        # Ctrl-C, or SIGINT from a script, stops everything below. A process started in the background
+        # of a non-interactive shell (`manage.py demo &`, a CI job) inherits SIGINT ignored, and Twisted
+        # then leaves it ignored: the demo could be stopped only by SIGKILL. Take SIGINT back.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         server = Server(
             application=application,
             endpoints=[f"tcp:port={options['port']}:interface={options['host']}"],
