@@ -1,39 +1,22 @@
 """The counts' PostgreSQL triggers (PL/pgSQL) against a freshly migrated database of their own."""
 
-import os
-import subprocess
-import sys
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.peers.launch import ROOT
+from tests.stack import postgres_database
 
 pytestmark = pytest.mark.postgres
-POSTGRES = "postgres://postgres@127.0.0.1:5432"
 BUCKETS = "server_id, status, expired, is_tool_error, cancel_requested"
 
 
 @pytest.fixture(scope="module")
 def database() -> Iterator[str]:
-    psycopg = pytest.importorskip("psycopg")
-    name = f"test_counts_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"{POSTGRES}/{name}"
-    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": ""}
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=120
-    )
-    zero_defaults(url, "tasksapp_mcpserver", "tasksapp_remotetask")
-    try:
+    with postgres_database("test_counts") as url:
+        zero_defaults(url, "tasksapp_mcpserver", "tasksapp_remotetask")
         yield url
-    finally:
-        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 ZERO = {"boolean": "false", "jsonb": "'{}'", "timestamp with time zone": "now()"}
