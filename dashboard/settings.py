@@ -98,6 +98,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # that PostgreSQL dropped is replaced, never handed out). 0 turns pooling off (e.g. behind
     # pgbouncer): then connections persist for a minute and are health-checked per request.
     _POOL_SIZE = env_int("DATABASE_POOL_SIZE", 10)
+    # A transaction idle this long belongs to a stalled process (SIGSTOP, a paused VM, a starved
+    # machine): PostgreSQL ends its session, so the row locks it holds stop keeping other workers
+    # from the tasks whose leases lapsed meanwhile (our transactions never wait on the network).
+    # Default: one lease (MCP_LEASE_SECONDS); 0 turns it off.
+    _IDLE_IN_TRANSACTION = env_int(
+        "DATABASE_IDLE_IN_TRANSACTION_SECONDS", env_int("MCP_LEASE_SECONDS", 30, minimum=2), minimum=0
+    )
+    if _IDLE_IN_TRANSACTION:
+        _options = DATABASES["default"].setdefault("OPTIONS", {})
+        _setting = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION * 1000}"
+        _options["options"] = f"{_options.get('options', '')} {_setting}".strip()
     if _POOL_SIZE:
         import psycopg_pool.base
         from psycopg_pool import ConnectionPool

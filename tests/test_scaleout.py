@@ -2,13 +2,13 @@
 layer on Redis carrying their changes to another process.
 
 Everything runs as separate processes, as in production: each test gets a fresh PostgreSQL database
-(not pytest-django's SQLite one), migrated and driven through manage.py subprocesses. The test process
-only reads rows (psycopg), the demoserver's record of who polled what, and the channel layer.
+(not pytest-django's SQLite one; a clone of a migrated template, tests/stack.py) driven through
+manage.py subprocesses. The test process only reads rows (psycopg), the demoserver's record of who
+polled what, and the channel layer.
 """
 
 import asyncio
 import json
-import os
 import secrets
 import signal
 import subprocess
@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 
 from tests.peers.launch import ROOT, RunningPeer, demoserver_argv, running
+from tests.stack import env_for, manage, postgres_database, sql, wait_until
 
-POSTGRES = "postgres://postgres@127.0.0.1:5432"
 REDIS = "redis://127.0.0.1:6379"
 DEMO_READY = "demoserver listening on"
 LEASE_SECONDS = 5
@@ -60,24 +59,9 @@ services.server_update(server=server, url=server.url, headers=None, enabled=True
 
 @pytest.fixture
 def database() -> Iterator[str]:
-    """A fresh, migrated PostgreSQL database for this test only; yields its URL, drops it afterwards."""
-    try:
-        admin = psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL is not reachable at {POSTGRES} ({exc}). The scale-out tests need it: "
-            "start PostgreSQL on 127.0.0.1:5432 with trust auth for user postgres.",
-            pytrace=False,
-        )
-    name = f"scaleout_{secrets.token_hex(6)}"
-    url = f"{POSTGRES}/{name}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            manage(env_for(url), "migrate", "--noinput")
-            yield url
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    """A fresh, migrated PostgreSQL database for this test only (a clone of the migrated template)."""
+    with postgres_database("scaleout") as url:
+        yield url
 
 
 @pytest.fixture
@@ -141,35 +125,8 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         workers.close()
 
 
-def env_for(database_url: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    return {**env, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1", **extra}
-
-
-def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"manage.py {args[0]} exited {done.returncode}:\n{done.stdout}{done.stderr}"
-    return done.stdout
-
-
-def query(database_url: str, sql: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        cursor = connection.execute(sql)
-        return cursor.fetchall() if cursor.description else []
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, describe: Callable[[], str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout} s: {describe()}"
-        time.sleep(0.2)
+def query(database_url: str, statement: str) -> list[tuple[Any, ...]]:
+    return sql(database_url, statement)
 
 
 # --- what the test observes -----------------------------------------------------------------------
@@ -203,7 +160,32 @@ def live_workers(database_url: str) -> set[str]:
 
 
 def explain(database_url: str, fleet: Fleet) -> Callable[[], str]:
-    return lambda: f"leases {leases(database_url)}{fleet.output()}"
+    return lambda: f"leases {leases(database_url)}\n{database_state(database_url)}{fleet.output()}"
+
+
+def database_state(database_url: str) -> str:
+    """What the workers wrote and what the database is waiting on, for a failure message."""
+    beats = query(
+        database_url,
+        "SELECT worker, round(extract(epoch FROM now() - last_beat_at)::numeric, 1), stopped_at IS NOT NULL "
+        "FROM tasksapp_workerheartbeat ORDER BY worker",
+    )
+    lapse = query(
+        database_url,
+        "SELECT leased_by, round(extract(epoch FROM min(lease_until) - now())::numeric, 1), "
+        "round(extract(epoch FROM max(lease_until) - now())::numeric, 1) FROM tasksapp_remotetask "
+        "GROUP BY leased_by ORDER BY leased_by",
+    )
+    waiting = query(
+        database_url,
+        "SELECT state, wait_event_type, left(query, 80) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'",
+    )
+    return (
+        f"heartbeats (worker, seconds since, stopped): {beats}\n"
+        f"leases (holder, seconds to the first and last lapse): {lapse}\n"
+        f"busy sessions (state, waiting on, query): {waiting}"
+    )
 
 
 def pollers(peer: RunningPeer) -> dict[str, dict[str, int]]:
@@ -339,6 +321,47 @@ def test_a_frozen_workers_tasks_move_to_the_survivor_and_it_polls_none_of_them_w
     assert polled, f"nothing polled{fleet.output()}"
     assert {pk for pk in by_a if held[pk] != "A"} == set(), f"polled by A, held by B{fleet.output()}"
     assert fleet.stop("A") == 0 and fleet.stop("B") == 0, fleet.output()
+
+
+STALL_IN_TRANSACTION = """
+import time
+from django.db import transaction
+from tasksapp.models import RemoteTask
+with transaction.atomic():
+    RemoteTask.objects.select_for_update().get(pk={pk})
+    print("LOCKED", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.postgres
+def test_a_process_stalled_in_a_transaction_keeps_no_task_from_the_workers_beyond_one_lease(
+    database: str, demo: RunningPeer, fleet: Fleet
+) -> None:
+    """A process frozen while it holds a task's row lock (SIGSTOP, a paused VM, a starved machine:
+    the drill above met it) would keep that task from every worker, since a claim skips locked
+    rows: PostgreSQL ends a transaction idle for one lease (DATABASE_IDLE_IN_TRANSACTION_SECONDS)."""
+    env = env_for(database, MCP_LEASE_SECONDS=str(LEASE_SECONDS))
+    register(env, demo)
+    [pk] = start_tasks(env, 1, "run_forever", FOREVER, then_disable=True)
+    stalled = subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", STALL_IN_TRANSACTION.format(pk=pk)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert stalled.stdout is not None and stalled.stdout.readline().strip() == "LOCKED"
+        enable(env)
+        fleet.start("B", env, "--no-listen")
+        # A claim skips locked rows: B holds the task only once PostgreSQL has ended that session.
+        wait_until(lambda: leases(database) == {"B": 1}, LEASE_SECONDS * 2 + 5, explain(database, fleet))
+    finally:
+        stalled.kill()
+        stalled.wait()
+    assert fleet.stop("B") == 0, fleet.output()
 
 
 @pytest.mark.postgres
