@@ -6,7 +6,8 @@ import json
 import psycopg
 import pytest
 
-from tests.test_scaleout import database, env_for, manage, query  # noqa: F401 -- `database` is a fixture
+from tests.stack import env_for, manage
+from tests.test_scaleout import database, query  # noqa: F401 -- `database` is a fixture
 
 SCRIPT = """
 import json
