@@ -868,7 +868,8 @@ def live_main(args: argparse.Namespace) -> None:
                     ws_first.setdefault(text, message["t"])
                 shown = set()
                 for dom in data["dom"]:
-                    if dom["ws"] == 0:  # rendered with the page, not pushed
+                    if dom["ws"] == 0:  # rendered with the page, not pushed: shown, but no latency sample
+                        shown.add(dom["text"])
                         continue
                     event = by_message.get(dom["text"])
                     if event is None or not event.remote_updated_at:
@@ -898,7 +899,7 @@ def live_main(args: argparse.Namespace) -> None:
                 sources = {s: sum(1 for e in counted if e.source == s) for s in ("poll", "push")}
                 print(
                     f"task #{pk}: {len(counted)} changes in the mirror ({sources}); "
-                    f"{len(counted) - len(unseen)} seen in the DOM via the websocket; "
+                    f"{len(counted) - len(unseen)} seen in the DOM (with the page or via the websocket); "
                     f"not seen: {unseen[:6]}{'…' if len(unseen) > 6 else ''}"
                 )
             context.close()

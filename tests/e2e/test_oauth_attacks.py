@@ -75,7 +75,12 @@ def test_a_switched_authorization_server_gets_nothing_until_an_admin_confirms_it
         page.locator("#oauth-confirm-issuer").get_by_role("button").click()
         expect(page.get_by_text(f"now uses the authorization server {hostile.issuer}")).to_be_visible()
         expect(status).to_contain_text("enter the client ID and secret (or key) registered there")
-        assert hostile.seen == []  # confirming sends nothing by itself; the secret was removed
+        # Confirmed, it may be read like any authorization server (its public metadata, which the
+        # worker fetches when its next poll is refused): nothing else, and nothing it could use.
+        public = [s for s in hostile.seen if s.method == "GET" and s.path.startswith("/.well-known/")]
+        assert public == hostile.seen and not any(s.body for s in public), hostile.seen
+        assert not any("Authorization" in seen.headers for seen in hostile.seen)
+        assert SECRET.encode() not in hostile.everything and MACHINE.encode() not in hostile.everything
     finally:
         control(machine_peer, reset=True)
 
