@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.html import escape
 
-from tasksapp import events, language, prefs
+from tasksapp import events, language, prefs, redislayer
 from tasksapp.connections import database_sync_to_async
 from tasksapp.live import frames, hub, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
@@ -34,12 +34,45 @@ PAGES = {"overview", "tasks", "task", "inbox", "servers"}
 REFUSED = 4403  # not signed in, or no role that may view
 SIGNED_OUT = 4401  # the session ended while the page was open: app.js says "you were signed out"
 LIFETIME = 4408  # the socket lived LIVE_SOCKET_MAX_SECONDS: app.js reconnects at once and catches up
-HUB_LOST = 1011  # the process's subscription failed (channel layer down): reconnect with back-off
 
 
 class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     groups: list[str]
     view: pages.LivePage
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """As channels runs a consumer, except when the channel layer fails under the socket (Redis
+        unreachable on a join or the socket's own receive, or the process's hub lost): its tasks
+        stop and the error goes on to Daphne, which closes the socket as after any failure (1011,
+        or 500 during the handshake); the page reconnects with back-off. An application itself may
+        close with 1000 or 3000-4999 only. The failure is one of the outage's few log lines
+        (tasksapp.logfilters.LayerFailuresCounted), not a traceback a socket."""
+        self.hub_gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        try:
+            await super().__call__(scope, self._unless_hub_gone(receive), send)
+        except (hub.HubLost, *redislayer.UNREACHABLE):
+            await self._stop()
+            raise
+
+    def _unless_hub_gone(self, receive: Any) -> Any:
+        """The client's next message, or a "websocket.hub_lost" of ours once the hub is gone: it
+        fails in dispatch, where channels ends the socket's other receive too."""
+
+        async def next_message() -> Any:
+            message = asyncio.ensure_future(receive())
+            try:
+                await asyncio.wait([message, self.hub_gone], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not message.done():
+                    message.cancel()
+            if message.done() and not message.cancelled():
+                return message.result()
+            return {"type": "websocket.hub_lost"}
+
+        return next_message
+
+    async def websocket_hub_lost(self, message: dict[str, Any]) -> None:
+        raise hub.HubLost("the process's subscription to the shared groups failed")
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -61,6 +94,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.joined = time.monotonic()
         joined_at = datetime.now(UTC)
         await self._join()
+        redislayer.reachability.worked()
         await self.accept()
         self.watch = asyncio.create_task(self._watch_session())
         if "since" in params:  # a page (not a script, a test): it catches up
@@ -106,6 +140,13 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         await self._catch_up(self.view.page_since - pages.MARGIN)
 
     async def disconnect(self, code: int) -> None:
+        await self._stop()
+        for group in getattr(self, "groups", []):
+            if group not in hub.SHARED:
+                await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def _stop(self) -> None:
+        """This socket's own tasks cancelled and its place in the process's hub given up."""
         for task in (
             getattr(self, "watch", None),
             getattr(self, "flushing", None),
@@ -115,9 +156,6 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
                 task.cancel()
         if hasattr(self, "groups"):
             await hub.hub().leave(self)
-        for group in getattr(self, "groups", []):
-            if group not in hub.SHARED:
-                await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the browser: actions are CSRF-protected POSTs."""
@@ -138,8 +176,10 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.resync_task = self._spawn(self._catch_up(since))
 
     def hub_lost(self) -> None:
-        """The hub's channel layer failed: close, so that the page reconnects and catches up."""
-        self.closing = self._spawn(self.close(code=HUB_LOST))
+        """The hub's channel layer failed: end as a failed receive does (__call__), so that the
+        page reconnects and catches up."""
+        if not self.hub_gone.done():
+            self.hub_gone.set_result(None)
 
     def _task_changed(self, event: dict[str, Any]) -> None:
         if inbox_badge.is_badge_event(event):  # inbox: the nav badge on every page

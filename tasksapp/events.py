@@ -8,10 +8,11 @@ an old state (tasksapp/live/hub.py).
 Nothing that writes the mirror waits for the channel layer: a change is numbered and handed to one
 publisher thread per process, which sends in number order on its own event loop, so a Redis that
 is slow or away (connect timeouts, a stalled socket) delays only the notifications, never the
-database thread the worker and the Daphne views share. A publisher whose queue is full (Redis away
-for long) drops the newest message; the number it took stays skipped, so the pages see the gap and
-catch up. The in-memory layer (one process, no network) is still sent to at once: it cannot stall,
-and its queues belong to the event loop that reads them.
+database thread the worker and the Daphne views share. What it could not send while Redis was
+away is counted in the process's few lines about the outage (tasksapp/redislayer.py). A publisher
+whose queue is full (Redis away for long) drops the newest message; the number it took stays
+skipped, so the pages see the gap and catch up. The in-memory layer (one process, no network) is
+still sent to at once: it cannot stall, and its queues belong to the event loop that reads them.
 """
 
 import asyncio
@@ -31,6 +32,8 @@ from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.db.models.signals import post_save
 from django.dispatch import receiver
+
+from tasksapp import redislayer
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +126,6 @@ class _Publisher:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self.dropped = 0
-        self._failing = False
-        self._failed = 0
         self._logged_at = float("-inf")
 
     def put(self, layer: Any, group: str, message: dict[str, object]) -> None:
@@ -174,15 +175,12 @@ class _Publisher:
     async def _send_one(self, layer: Any, group: str, message: dict[str, object]) -> None:
         try:
             await layer.group_send(group, message)
-        except Exception as exc:  # Redis away: one line when it starts failing, one when it is back
-            self._failed += 1
-            if not self._failing:
-                self._failing = True
-                log.warning("live: could not publish to the channel layer (%s); pages catch up", exc)
+        except redislayer.UNREACHABLE as exc:  # Redis away: a few lines per outage, not one a message
+            redislayer.reachability.failed("notification(s) not sent", exc)
+        except Exception:  # a broken channel layer must never stop the publisher
+            log.exception("live: could not publish %s to %s", message.get("type"), group)
         else:
-            if self._failing:
-                log.info("live: publishing again (%d message(s) were lost meanwhile)", self._failed)
-                self._failing, self._failed = False, 0
+            redislayer.reachability.worked()
 
 
 _publisher = _Publisher()

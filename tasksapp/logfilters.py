@@ -4,6 +4,8 @@ import logging
 import threading
 import time
 
+from tasksapp import redislayer
+
 
 class RefusalsOnOneLine(logging.Filter):
     """django.request logs an expected refusal (a 4xx: no permission, not found, a bad request) with
@@ -57,3 +59,21 @@ class OncePerSecond(logging.Filter):
             record.msg = f"{record.getMessage()} ({skipped} more like it in the last second)"
             record.args = ()
         return True
+
+
+class LayerFailuresCounted(logging.Filter):
+    """Daphne logs an application that failed with its traceback ("Exception inside
+    application"). A websocket that ended because Redis is unreachable is counted in the
+    process's few lines about the outage instead (tasksapp/redislayer.py), and one whose process
+    lost its hub's subscription is left out (the hub has logged why). Any other failure keeps its
+    line and traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # Imported here: this module is loaded with the settings, before the apps.
+        from tasksapp.live.hub import HubLost
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, redislayer.UNREACHABLE):
+            redislayer.reachability.failed("socket(s) closed or refused", exc)
+            return False
+        return not isinstance(exc, HubLost)

@@ -15,16 +15,23 @@ WARNING and counted, as is every re-sync a process's live hub starts after notic
 (tasksapp/live/hub.py). The counts live in Redis when the layer is Redis, so every process adds
 to the same figures and any web process serves them in /metrics (tasksapp/metrics.py); with the
 in-memory layer (one process) they live in the process.
+
+Redis away: every process says so in a few lines, not a traceback per socket or per message
+(`reachability`): one WARNING when it is first found unreachable, one every STILL_AWAY_SECONDS
+while it stays so (counting what failed since), one INFO when it answers again (counting what
+failed meanwhile).
 """
 
 import asyncio
 import collections
 import functools
 import logging
+import threading
 import time
 from collections import Counter
 from typing import Any
 
+import redis.exceptions
 from channels.layers import get_channel_layer
 from channels_redis.core import BoundedQueue, RedisChannelLayer
 from redis.asyncio import BlockingConnectionPool
@@ -36,9 +43,81 @@ RESYNCS = ("gap",)  # mcp_live_resyncs_total{reason}: a socket noticed a gap and
 OVER_CAPACITY = "%s of %s channels over capacity in group %s"  # channels_redis.core's INFO line
 
 LOG_EVERY_SECONDS = 60.0
+STILL_AWAY_SECONDS = 30.0
+# After Redis answers again, a failure of a step begun before (redis-py retries a refused
+# connection for a while) is not a new outage: the few seconds after "back" fail silently.
+SETTLE_SECONDS = 5.0
+# What redis-py raises when Redis cannot be reached or stops answering (BusyLoadingError, a Redis
+# still loading after a restart, is a ConnectionError too); anything else is a fault of its own.
+UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 local_counts: Counter[str] = Counter()  # the in-memory layer's figures (one process)
 _unflushed: Counter[str] = Counter()  # counted here, not yet added in Redis
 _flushing: set["asyncio.Task[None]"] = set()
+
+
+class Reachability:
+    """This process's view of Redis, from what its users report: `failed` when a step of theirs
+    found it unreachable (what: a plural noun for the count, "socket(s) closed"), `worked` when one
+    got through. Called from the event loop and from the publisher's thread."""
+
+    def __init__(
+        self, still_away_seconds: float = STILL_AWAY_SECONDS, settle_seconds: float = SETTLE_SECONDS
+    ) -> None:
+        self.still_away_seconds = still_away_seconds
+        self.settle_seconds = settle_seconds
+        self.away_since: float | None = None
+        self._lock = threading.Lock()
+        self._reported = 0.0
+        self._back_at = float("-inf")
+        self._recent: Counter[str] = Counter()
+        self._total: Counter[str] = Counter()
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self.away_since is None and now - self._back_at < self.settle_seconds:
+                return
+            self._recent[what] += 1
+            self._total[what] += 1
+            if self.away_since is None:
+                self.away_since = self._reported = now
+                log.warning(
+                    "live: Redis is unreachable (%s): live updates and nudges wait; open pages "
+                    "reconnect and catch up once it answers",
+                    str(exc).strip().rstrip(".") or type(exc).__name__,
+                )
+                self._recent.clear()
+            elif now - self._reported >= self.still_away_seconds:
+                log.warning(
+                    "live: Redis still unreachable after %.0f s: %s in the last %.0f s",
+                    now - self.away_since,
+                    _tally(self._recent),
+                    now - self._reported,
+                )
+                self._reported = now
+                self._recent.clear()
+
+    def worked(self) -> None:
+        if self.away_since is None:  # the usual case, without the lock
+            return
+        with self._lock:
+            if self.away_since is None:
+                return
+            log.info(
+                "live: Redis answers again after %.0f s; meanwhile %s",
+                time.monotonic() - self.away_since,
+                _tally(self._total),
+            )
+            self.away_since, self._back_at = None, time.monotonic()
+            self._recent.clear()
+            self._total.clear()
+
+
+def _tally(counts: Counter[str]) -> str:
+    return ", ".join(f"{n} {what}" for what, n in counts.most_common()) or "nothing failed"
+
+
+reachability = Reachability()
 
 
 class PooledRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
@@ -140,6 +219,9 @@ async def flush(layer: "PooledRedisChannelLayer") -> None:
         for name, n in pending.items():
             if n:
                 await connection.incrby(layer.counter_key(name), n)
+    except UNREACHABLE as exc:  # retried with the next send
+        _unflushed.update(pending)
+        reachability.failed("counter update(s) postponed", exc)
     except Exception:  # the figures must never break a send; they are retried with the next one
         _unflushed.update(pending)
         log.exception("live: could not add the drop counters in Redis")

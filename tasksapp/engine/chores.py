@@ -171,7 +171,7 @@ async def follow_nudges(worker: "Worker") -> None:
     """
     from channels.layers import get_channel_layer
 
-    from tasksapp import events
+    from tasksapp import events, redislayer
 
     layer = get_channel_layer()
     if layer is None:
@@ -183,6 +183,7 @@ async def follow_nudges(worker: "Worker") -> None:
             try:
                 channel = await layer.new_channel()
                 await layer.group_add(events.WORKERS, channel)
+                redislayer.reachability.worked()
                 if failures:
                     log.info("worker %s: receiving nudges again", worker.name)
                 failures = 0
@@ -194,7 +195,11 @@ async def follow_nudges(worker: "Worker") -> None:
             except Exception as exc:  # the loop boundary: Redis down, a timeout, a malformed message
                 failures += 1
                 delay = min(backoff_delay(failures), NUDGE_RETRY_MAX_SECONDS)
-                log.warning("worker %s: nudges stopped (%s); retrying in %.1f s", worker.name, exc, delay)
+                if isinstance(exc, redislayer.UNREACHABLE):  # a few lines per outage, not one a retry
+                    redislayer.reachability.failed("nudge listen(s)", exc)
+                    log.debug("worker %s: nudges stopped (%s); retrying in %.1f s", worker.name, exc, delay)
+                else:
+                    log.warning("worker %s: nudges stopped (%s); retrying in %.1f s", worker.name, exc, delay)
                 await asyncio.sleep(delay)
     finally:
         if channel:  # leave the group on the way out, so it does not fill with stopped workers

@@ -12,7 +12,8 @@ The hub starts with its first socket and stops (leaving its groups) with its las
 keeps all of a process's local channels (the sockets' and the hub's) in one Redis list:
 dashboard/settings.py gives it room for 10,000 messages instead of 100. If the channel layer fails
 under it (Redis gone), every socket it serves is closed, as a socket's own receive loop would be:
-the pages reconnect and catch up. A lost message (a gap in a publisher's numbers) is noticed here,
+the pages reconnect and catch up (the outage is logged in a few lines per process, not once per
+socket: tasksapp/redislayer.py). A lost message (a gap in a publisher's numbers) is noticed here,
 once for the process, and all the group's sockets catch up from one query.
 Group membership is renewed every REFRESH_SECONDS, below the layer's group expiry.
 """
@@ -27,13 +28,17 @@ from typing import Any, Protocol
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from tasksapp import events
+from tasksapp import events, redislayer
 from tasksapp.live.numbering import Numbering
 
 log = logging.getLogger(__name__)
 
 SHARED = frozenset({events.TASKS, events.INBOX, events.SERVERS})  # the groups every page may share
 REFRESH_SECONDS = 3600.0
+
+
+class HubLost(Exception):
+    """Raised in a socket whose process's subscription failed; the hub has logged why."""
 
 
 class Member(Protocol):
@@ -85,7 +90,9 @@ class Hub:
             for group in self.joined:
                 try:
                     await self.layer.group_discard(group, self.channel)
-                except Exception:  # a layer that is down forgets the membership anyway (expiry)
+                except redislayer.UNREACHABLE as exc:  # the membership expires with the group
+                    redislayer.reachability.failed("group(s) not left", exc)
+                except Exception:  # a layer that fails forgets the membership anyway (expiry)
                     log.warning("live hub: could not leave group %s", group, exc_info=True)
             self.joined = set()
 
@@ -97,6 +104,9 @@ class Hub:
                 self._hand_out(message)
         except asyncio.CancelledError:
             raise
+        except redislayer.UNREACHABLE as exc:  # counted in the process's few lines on the outage
+            redislayer.reachability.failed("subscription(s) lost", exc)
+            self._lost()
         except Exception:  # the layer failed: the sockets it fed would wait for nothing
             log.exception("live hub: the channel layer failed; closing this process's sockets to reconnect")
             self._lost()
