@@ -248,6 +248,7 @@ LOGGING = {
         "one_line_retries": {"()": "tasksapp.logfilters.RetriedOnOneLine"},
         "once_per_second": {"()": "tasksapp.logfilters.OncePerSecond"},
         "layer_failures_counted": {"()": "tasksapp.logfilters.LayerFailuresCounted"},
+        "one_line_client_left": {"()": "tasksapp.logfilters.ClientLeftOnOneLine"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
@@ -260,8 +261,9 @@ LOGGING = {
         # The pool's reconnecting threads each warn at every attempt while the database is away.
         "psycopg.pool": {"filters": ["once_per_second"]},
         # A websocket that Redis going away closed: counted in a few lines per outage, not a
-        # traceback each (tasksapp/redislayer.py).
-        "daphne.server": {"filters": ["layer_failures_counted"]},
+        # traceback each (tasksapp/redislayer.py). A request whose client left mid-request: one
+        # INFO line.
+        "daphne.server": {"filters": ["layer_failures_counted", "one_line_client_left"]},
         # django-axes says four things at INFO for every sign-in; its warnings (a failed login, a
         # lockout) are the ones worth a line each.
         "axes": {"level": "WARNING"},

@@ -77,3 +77,25 @@ class LayerFailuresCounted(logging.Filter):
             redislayer.reachability.failed("socket(s) closed or refused", exc)
             return False
         return not isinstance(exc, HubLost)
+
+
+EXECUTOR_QUIT = "CurrentThreadExecutor already quit or is broken"  # asgiref's RuntimeError, exactly
+
+
+class ClientLeftOnOneLine(logging.Filter):
+    """A request whose client left while a view still ran (Daphne cancels it) can end with
+    asgiref's RuntimeError "CurrentThreadExecutor already quit or is broken", raised out of
+    Django's request handler when it sends request_finished: the request's thread had been handed
+    back already. Nobody waits for that answer: one INFO line saying so, not an ERROR with a
+    traceback. Any other RuntimeError keeps both."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if type(exc) is RuntimeError and str(exc) == EXECUTOR_QUIT:
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = (
+                "a request ended after its client had left (asgiref: %s); request_finished was not sent"
+            )
+            record.args = (EXECUTOR_QUIT,)
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
