@@ -9,10 +9,12 @@ connections stay open and no byte moves, as when Redis hangs or the network path
 
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
@@ -21,9 +23,11 @@ from tasksapp import events, services
 from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
 from tests.engine_helpers import run_worker_until
 from tests.faults import StallProxy, stall_proxy
+from tests.mcpclient import hostile_server as hostile
 from tests.opsdata import logged_in, person
 from tests.stack import PrivateRedis, private_redis
 from tests.test_metrics import samples
+from tests.test_worker import scripted, started_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,6 +71,42 @@ def test_pushed_changes_are_measured_and_reported(demo_registered: McpServer) ->
     with override_settings(MCP_MIRROR_LAG_WARN_MS=5000):
         page = viewer.get(reverse("tasks:overview")).content.decode()
     assert "the mirror is 42 s behind the servers" in page
+
+
+@pytest.mark.parametrize(
+    ("server_clock_seconds", "measured_seconds"),
+    [(-590.0, 590.0), (-610.0, None), (0.5, 0.0), (3.0, None)],
+    ids=["stamped 590 s ago", "stamped 610 s ago", "clock 0.5 s ahead", "clock 3 s ahead"],
+)
+def test_mirror_lag_is_measured_only_where_the_servers_clock_is_sane(
+    transactional_db: None, server_clock_seconds: float, measured_seconds: float | None
+) -> None:
+    """server change -> mirror is the commit time minus the server's lastUpdatedAt, which comes from
+    the server's clock: a change stamped more than 600 s before the commit (MIRROR_LAG_MAX_SECONDS)
+    or more than 1 s after it (CLOCK_TOLERANCE_SECONDS) says that clock is off, and is left out
+    (it still counts as a change); a clock slightly ahead counts as no lag."""
+
+    def moved_on(message: dict[str, Any]) -> web.StreamResponse:
+        stamp = timezone.now() + timedelta(seconds=server_clock_seconds)  # the server's clock
+        moved = {"statusMessage": "counted 3/5", "lastUpdatedAt": stamp.isoformat(), "pollIntervalMs": 100}
+        return hostile.json_reply(hostile.response(message, hostile.task(**moved)))
+
+    # Started with an old stamp, so that no later snapshot looks older than the mirror's.
+    server = scripted({"tasks/get": moved_on}, lastUpdatedAt="2020-01-01T00:00:00Z", pollIntervalMs=100)
+    try:
+        task = started_on(server)
+        beaten = WorkerHeartbeat.objects.filter(changes_poll__gte=1)  # the beat after the change
+        run_worker_until(beaten.exists, listen=False, heartbeat_seconds=0.2)
+    finally:
+        server.close()
+    assert RemoteTask.objects.get(pk=task.pk).status_message == "counted 3/5"
+    beat = WorkerHeartbeat.objects.get()
+    assert beat.changes_poll == 1
+    if measured_seconds is None:
+        assert beat.mirror_max_ms is None
+    else:
+        assert beat.mirror_max_ms is not None
+        assert measured_seconds * 1000 <= beat.mirror_max_ms < measured_seconds * 1000 + 5000
 
 
 @pytest.fixture(scope="module")
