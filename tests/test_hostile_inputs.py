@@ -23,17 +23,18 @@ LIMIT = 60
 
 
 def flipping() -> tuple[Any, dict[str, int]]:
-    """tasks/get: working, then input_required with 20 keys never seen before, and so on."""
-    polls = {"n": 0, "asked": 0}
+    """tasks/get: working, then input_required with 20 keys never seen before, and so on. While
+    polls["hold"] is set, the first 20 stay asked (so that a notification scan finds them open)."""
+    polls = {"n": 0, "asked": 0, "hold": 1}
 
     def answer(message: dict[str, Any]) -> web.StreamResponse:
         polls["n"] += 1
         now = timezone.now().isoformat()
         fields: dict[str, Any] = {"createdAt": now, "lastUpdatedAt": now, "pollIntervalMs": 20}
-        if polls["n"] % 2:
+        if polls["n"] % 2 and not (polls["hold"] and polls["asked"]):
             fields["status"] = "working"
         else:
-            polls["asked"] += 1
+            polls["asked"] += 0 if polls["hold"] and polls["asked"] else 1
             keys = {f"round{polls['asked']}-q{i}": QUESTION for i in range(NEW_KEYS)}
             fields.update(status="input_required", inputRequests=keys)
         return hostile.json_reply(
@@ -58,10 +59,19 @@ def test_a_flipping_task_is_bounded_flagged_pruned_and_told_once(settings: Any) 
         from tests.test_worker import started_on
 
         task = started_on(server)
-        # The notification scan runs beside the worker, as it does in `manage.py worker`.
-        run_worker_until(
-            lambda: scan() >= 0 and polls["asked"] >= 3 * LIMIT // NEW_KEYS + 3, heartbeat_seconds=0.2
-        )
+
+        # The notification scan runs beside the worker, as it does in `manage.py worker`, until it
+        # has told of the first questions (held open till then: each later one is open for one poll
+        # only); then the flood. Stop on what the product recorded (the cap), not on what the
+        # server saw: a loaded machine answers the polls before the worker has written them.
+        def progressed() -> bool:
+            scan()  # during the flood too: a product telling of every round would show
+            if polls["hold"] and NotificationOutbox.objects.filter(user=ada).exists():
+                polls["hold"] = 0
+            capped = RemoteTask.objects.filter(pk=task.pk, input_requests_capped_at__isnull=False)
+            return not polls["hold"] and polls["asked"] >= 3 * LIMIT // NEW_KEYS + 3 and capped.exists()
+
+        run_worker_until(progressed, heartbeat_seconds=0.2)
         offered = polls["asked"] * NEW_KEYS
     finally:
         server.close()
