@@ -12,13 +12,15 @@ on a new connection instead of with a 500 (RetryLostConnectionMiddleware); anyth
 left to the person to repeat.
 """
 
+import asyncio
 import functools
 import logging
 import sys
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from asgiref.sync import SyncToAsync
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext
 from channels.db import DatabaseSyncToAsync
 from django.core.signals import got_request_exception
 from django.db import InterfaceError, InternalError, OperationalError, connections
@@ -124,3 +126,60 @@ def _note_lost_connection(sender: Any, request: HttpRequest | None = None, **kwa
     if request is not None and isinstance(exc, CONNECTION_LOST) and not hasattr(request, "_retried"):
         request._connection_lost = True  # type: ignore[attr-defined]
         request._retried = True  # type: ignore[attr-defined]
+
+
+ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+
+
+class _RequestThread(ThreadPoolExecutor):
+    """The one thread a page load's synchronous code runs in (what Django's ASGIHandler gets from
+    its ThreadSensitiveContext), noting whether anything ran in it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.used = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.used = True
+        return super().submit(fn, *args, **kwargs)
+
+
+class HandBackConnections:
+    """Around Django's pages (dashboard/asgi.py): whatever way a page load ends, its thread hands
+    its database connections back (to the pool) before the thread ends, in that thread.
+
+    Django does that only in request_finished, which it skips when the client left and Daphne
+    cancelled the request (--application-close-timeout after the disconnect) while its view was
+    still waiting on the database: the thread went on, took a pooled connection, and ended with
+    it, so the pool counted it as lent forever (DATABASE_POOL_SIZE such requests and every page
+    waited DATABASE_POOL_TIMEOUT, then failed). The hand-back is queued behind the thread's work,
+    so it never closes a connection a view still uses; a cancelled request does not wait for it.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        thread = _RequestThread()
+        cancelled = False
+        try:
+            async with ThreadSensitiveContext(executor=thread):  # Django's own is then a no-op
+                await self.app(scope, receive, send)
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+        finally:
+            handed_back = thread.submit(_hand_back) if thread.used else None
+            thread.shutdown(wait=False)
+            if handed_back is not None and not cancelled:
+                await asyncio.shield(asyncio.wrap_future(handed_back))
+
+
+def _hand_back() -> None:
+    try:
+        drop_connections()
+    except Exception:  # the thread's last act: nobody else would hear of it
+        log.exception("could not hand back a request's database connections")
