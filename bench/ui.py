@@ -822,7 +822,7 @@ def live_main(args: argparse.Namespace) -> None:
         print(f"database pre-filled with {args.background_tasks:,} tasks of a disabled server ({took:.0f} s)")
     demo.start()
     samples: list[dict[str, Any]] = []
-    missed = 0
+    missed = superseded = 0
     render_ms: dict[str, list[float]] = {}
     try:
         demo.setup_django()
@@ -894,13 +894,25 @@ def live_main(args: argparse.Namespace) -> None:
                 counted = [
                     e for e in events if e.status_message.startswith("counted ") and e.source != "create"
                 ]
+                # A change the page moved past (a later one shown) was superseded, not lost: the
+                # timeline folds message-only changes within MCP_TIMELINE_COALESCE_MS into one event
+                # (its row keeps the last message) and a socket sends the newest state once per
+                # coalescing tick. Lost: a change the page never showed, nor anything after it.
                 unseen = [e.status_message for e in counted if e.status_message not in shown]
-                missed += len(unseen)
+                lost = [
+                    e.status_message
+                    for i, e in enumerate(counted)
+                    if e.status_message not in shown
+                    and not any(later.status_message in shown for later in counted[i + 1 :])
+                ]
+                missed += len(lost)
+                superseded += len(unseen) - len(lost)
                 sources = {s: sum(1 for e in counted if e.source == s) for s in ("poll", "push")}
                 print(
                     f"task #{pk}: {len(counted)} changes in the mirror ({sources}); "
                     f"{len(counted) - len(unseen)} seen in the DOM (with the page or via the websocket); "
-                    f"not seen: {unseen[:6]}{'…' if len(unseen) > 6 else ''}"
+                    f"superseded before shown: {len(unseen) - len(lost)}; "
+                    f"never shown: {lost[:6]}{'…' if len(lost) > 6 else ''}"
                 )
             context.close()
             render_ms = consumer_render_cost(pk, args.render_repeat)
@@ -911,6 +923,7 @@ def live_main(args: argparse.Namespace) -> None:
             print("".join(demo.output[-150:]))
         shutil.rmtree(demo.var_dir, ignore_errors=True)
     print_live(samples, missed, render_ms, args)
+    print(f"changes the page moved past before showing them (coalesced): {superseded}")
 
 
 def chromium_version() -> str:
@@ -1015,7 +1028,7 @@ def print_live(
     print(row("consumer render, task page (4 partials)", render_ms.get("task", [])))
     print(row("consumer render, overview page (per tab)", render_ms.get("overview", [])))
     print(row("OverviewPage render, one per burst", render_ms.get("overview shared", [])))
-    print(f"changes the mirror recorded but the DOM never showed: {missed}")
+    print(f"changes the mirror recorded but the DOM never showed (nor a later one): {missed}")
     clock = [abs(s["clock_check"]) for s in samples]
     if clock:
         print(f"page clock check: |Date.now() - (timeOrigin + performance.now())| max {max(clock):.1f} ms")
