@@ -86,6 +86,10 @@ TEMPLATES = [
     },
 ]
 
+# How long a worker's claim on a task lasts without renewal (docs/worker.md); also how long
+# PostgreSQL lets a transaction sit idle (DATABASE_IDLE_IN_TRANSACTION_SECONDS below).
+MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
+
 _DEFAULT_DB = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
 try:
     DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", _DEFAULT_DB), conn_max_age=60)}
@@ -102,9 +106,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # machine): PostgreSQL ends its session, so the row locks it holds stop keeping other workers
     # from the tasks whose leases lapsed meanwhile (our transactions never wait on the network).
     # Default: one lease (MCP_LEASE_SECONDS); 0 turns it off.
-    _IDLE_IN_TRANSACTION = env_int(
-        "DATABASE_IDLE_IN_TRANSACTION_SECONDS", env_int("MCP_LEASE_SECONDS", 30, minimum=2), minimum=0
-    )
+    _IDLE_IN_TRANSACTION = env_int("DATABASE_IDLE_IN_TRANSACTION_SECONDS", MCP_LEASE_SECONDS, minimum=0)
     if _IDLE_IN_TRANSACTION:
         _options = DATABASES["default"].setdefault("OPTIONS", {})
         _setting = f"-c idle_in_transaction_session_timeout={_IDLE_IN_TRANSACTION * 1000}"
@@ -276,14 +278,14 @@ DASHBOARD_ENCRYPTION_KEY = env_str("DASHBOARD_ENCRYPTION_KEY", "")
 DASHBOARD_ENCRYPTION_KEY_FALLBACKS = env_list("DASHBOARD_ENCRYPTION_KEY_FALLBACKS", "")
 SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", "")
 
-# The worker (tasksapp.engine); docs/worker.md explains each.
+# The worker (tasksapp.engine); docs/worker.md explains each (MCP_LEASE_SECONDS is set above, beside
+# the database it bounds).
 MCP_POLL_FLOOR_MS = env_int("MCP_POLL_FLOOR_MS", 250, minimum=10)
 MCP_POLL_DEFAULT_MS = env_int("MCP_POLL_DEFAULT_MS", 2000, minimum=10)
 MCP_POLL_SAFETY_NET_MS = env_int("MCP_POLL_SAFETY_NET_MS", 30000, minimum=100)
 MCP_POLL_JITTER = env_int("MCP_POLL_JITTER_PERCENT", 10, minimum=0) / 100
 MCP_BACKOFF_BASE_MS = env_int("MCP_BACKOFF_BASE_MS", 1000, minimum=10)
 MCP_BACKOFF_MAX_MS = env_int("MCP_BACKOFF_MAX_MS", 300000, minimum=10)
-MCP_LEASE_SECONDS = env_int("MCP_LEASE_SECONDS", 30, minimum=2)
 # /metrics accepts "Authorization: Bearer <METRICS_TOKEN>" (empty: logged-in viewers only); docs/deploy.md
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # A worker whose polls start later than this (p99 between two heartbeats) reports itself behind.
