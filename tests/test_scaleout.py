@@ -291,7 +291,7 @@ def test_a_killed_workers_tasks_move_to_the_survivor(database: str, demo: Runnin
 
 
 @pytest.mark.postgres
-def test_a_frozen_workers_tasks_move_to_the_survivor_and_it_polls_none_of_them_when_it_thaws(
+def test_a_frozen_workers_tasks_move_to_the_survivor_and_it_polls_none_of_them_anew_when_it_thaws(
     database: str, demo: RunningPeer, fleet: Fleet
 ) -> None:
     """A worker starved past its leases (SIGSTOP here; a saturated machine in CI) must not go on polling
@@ -319,7 +319,11 @@ def test_a_frozen_workers_tasks_move_to_the_survivor_and_it_polls_none_of_them_w
 
     by_a = {pk for pk, remote in started.items() if agent("A") in polled.get(remote, {})}
     assert polled, f"nothing polled{fleet.output()}"
-    assert {pk for pk in by_a if held[pk] != "A"} == set(), f"polled by A, held by B{fleet.output()}"
+    # A poll the frozen worker had begun sending when it stopped reaches the server after the thaw
+    # (a read-only tasks/get, once): a few of those at most. A worker that trusted its old leases
+    # polls its whole former share (about TASKS / 2) at once, and again at every interval.
+    stale = {pk: polled[started[pk]][agent("A")] for pk in by_a if held[pk] != "A"}
+    assert len(stale) <= 5 and set(stale.values()) <= {1}, f"polled by A, held by B: {stale}{fleet.output()}"
     assert fleet.stop("A") == 0 and fleet.stop("B") == 0, fleet.output()
 
 

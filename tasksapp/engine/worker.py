@@ -218,12 +218,7 @@ class Worker:
             server = self.servers.get(task.server_id)
             if server is None:
                 continue
-            if now > self._leases_until - settings.MCP_LEASE_SECONDS / 5:
-                # The leases may have lapsed (a starved event loop renews late): poll nothing another
-                # worker may hold now; renew at once, then poll what is still ours.
-                self._next_renew = 0.0
-                self._wake.set()
-                self.schedule(task, 0.5)
+            if self._leases_lapsing(now, task):
                 continue
             if server.backing_off(now) or self._db_backoff_until > now:
                 until = max(server.backoff_until, self._db_backoff_until)
@@ -236,6 +231,16 @@ class Worker:
             poll.add_done_callback(self._in_flight.discard)
             started += 1
         return started
+
+    def _leases_lapsing(self, now: float, task: TrackedTask) -> bool:
+        """True if this worker's leases may have lapsed (a starved or frozen process renews late):
+        the task is polled after a renewal says it is still ours, never before."""
+        if now <= self._leases_until - settings.MCP_LEASE_SECONDS / 5:
+            return False
+        self._next_renew = 0.0
+        self._wake.set()
+        self.schedule(task, 0.5)
+        return True
 
     async def drain(self) -> None:
         """Wait for every poll in flight (used by --once and by tests)."""
@@ -485,7 +490,10 @@ class Worker:
         self.stats.record_lag(lag)
         self.health.observe(lag)
         try:
-            await self._poll_once(task, server)
+            # Checked again as the poll runs: a process frozen between starting a poll and sending it
+            # (SIGSTOP, a paused VM) must not send it once another worker may hold the task.
+            if not self._leases_lapsing(time.monotonic(), task):
+                await self._poll_once(task, server)
         except CANNOT_WRITE as exc:
             self._database_failed(task, exc)
         except Exception:  # the loop boundary: log with the task and server, keep going

@@ -42,17 +42,25 @@ def test_a_task_started_in_one_browser_appears_in_anothers_task_list(logged_in: 
 
 def test_a_change_between_render_and_connect_is_caught_up(logged_in: Callable[..., Page]) -> None:
     starter, watcher = logged_in(), logged_in(OPERATOR)
-    pk = run_tool(starter, "reference", "slow_count", n=1, delay=1.5)
+    pk = run_tool(starter, "reference", "ask_form", delay=0.2)
+    expect(badge(starter)).to_have_text("needs input")  # it waits for a person: nothing moves meanwhile
 
-    # The page is rendered while the task works; its scripts (and so its socket and the
-    # fallback poll) are held back until the task has finished: only a catch-up on connect can
+    # The page is rendered while the task waits; its scripts (and so its socket and the fallback
+    # poll) are held back while the task is answered and finishes: only a catch-up on connect can
     # bring the change. (Routing turns the browser cache off, so app.js is requested.)
     held: list[Route] = []
     watcher.route(re.compile(r"/static/tasksapp/app\.js"), lambda route: held.append(route))
     watcher.goto(f"/tasks/{pk}/", wait_until="commit")
-    expect(badge(watcher)).to_have_text("working")
-    expect(badge(starter)).to_have_text("completed")
+    expect(badge(watcher)).to_have_text("needs input")
     expect(watcher.locator("#live-indicator")).to_have_text("")  # not connected yet
+
+    starter.get_by_role("link", name="Inbox", exact=True).click()
+    starter.locator(f"#inbox-task-{pk} summary").first.click()  # rows fold their forms away
+    starter.locator(f"#inbox-task-{pk}").get_by_role("button", name="Decline").click()
+    expect(starter.locator("#inbox-status")).to_contain_text(f"Answer sent to reference for task #{pk}.")
+    starter.goto(f"/tasks/{pk}/")
+    expect(badge(starter)).to_have_text("completed")
+    expect(badge(watcher)).to_have_text("needs input")  # the held page has not moved
     while not held:
         watcher.wait_for_timeout(50)  # the request for app.js, a condition and not a fixed delay
     for route in held:
@@ -60,7 +68,7 @@ def test_a_change_between_render_and_connect_is_caught_up(logged_in: Callable[..
 
     expect_live(watcher)
     expect(badge(watcher)).to_have_text("completed")
-    expect(watcher.locator("#task-result")).to_contain_text("counted to 1")
+    expect(watcher.locator("#task-result")).to_contain_text("You declined the contact form")
 
 
 def test_signed_out_elsewhere_a_page_says_so_and_links_back(
