@@ -1,5 +1,7 @@
 """The admin site: every model listed, mirrored rows read-only, actions through the services."""
 
+import json
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -80,6 +82,28 @@ def test_adding_a_server_discovers_it_and_masks_its_headers(
     assert server.era == "modern" and server.headers == {"Authorization": "Bearer admin-secret-1234"}
     page = admin_client.get(reverse("admin:tasksapp_mcpserver_change", args=[server.pk])).content.decode()
     assert "admin-secret" not in page and "1234" in page
+
+
+def test_the_admin_saves_roots_and_the_enabled_flag_through_the_services(
+    admin_client: Client, demo_server: object
+) -> None:
+    url = demo_server.url  # type: ignore[attr-defined]
+    roots = [{"uri": "file:///srv/data"}]
+    fields = {"name": "rooted", "url": url, "roots": json.dumps(roots)}  # "enabled" unticked
+    admin_client.post(reverse("admin:tasksapp_mcpserver_add"), fields)
+    server = McpServer.objects.get(name="rooted")
+    assert (server.enabled, server.roots) == (False, roots)
+    added = OperatorAction.objects.get(action="server_add", server=server)
+    assert (added.detail["enabled"], added.detail["roots"]) == (False, roots)
+
+    moved = [{"uri": "file:///srv/other"}]
+    change = reverse("admin:tasksapp_mcpserver_change", args=[server.pk])
+    admin_client.post(change, {**fields, "roots": json.dumps(moved), "enabled": "on"})
+    server.refresh_from_db()
+    assert (server.enabled, server.roots) == (True, moved)
+    edited = OperatorAction.objects.get(action="server_edit", server=server)
+    assert edited.detail["changes"]["roots"] == [roots, moved]
+    assert edited.detail["changes"]["enabled"] == [False, True]
 
 
 def test_adding_an_unreachable_server_is_refused_with_a_message(admin_client: Client) -> None:

@@ -31,8 +31,6 @@ OWNERS = {
     "tasksapp.login_throttle",
     "tasksapp.permissions",
     "tasksapp.management.commands.demo",
-    "tasksapp.views.notify",
-    "tasksapp.admin.mirror",
     "tasksapp.healthcheck",  # /healthz's write probe
     "tasksapp.retention.purge",  # a branch in flight adds retention/
     "tasksapp.retention.chores",

@@ -101,14 +101,18 @@ class McpServerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic onl
                     url=obj.url,
                     headers=headers,
                     enabled=obj.enabled,
+                    roots=obj.roots,
                     user=request.user,
                 )
-                McpServer.objects.filter(pk=server.pk).update(roots=obj.roots)
             else:
                 server = services.server_create(
-                    name=obj.name, url=obj.url, headers=headers or {}, user=request.user
+                    name=obj.name,
+                    url=obj.url,
+                    headers=headers or {},
+                    enabled=obj.enabled,
+                    roots=obj.roots,
+                    user=request.user,
                 )
-                McpServer.objects.filter(pk=server.pk).update(roots=obj.roots, enabled=obj.enabled)
             obj.pk = server.pk
         except services.ServiceError as exc:
             self.message_user(request, _("Not saved: %(error)s") % {"error": exc}, messages.ERROR)

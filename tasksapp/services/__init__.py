@@ -13,9 +13,7 @@ Writes owned elsewhere, each by the one module named (tests/test_writers.py hold
 - tasksapp.management.commands.demo: the demo's users;
 - tasksapp.healthcheck: /healthz's write probe (its Chore row);
 - tasksapp.retention.purge, tasksapp.retention.chores: deleting what is past its retention, and
-  the chores' bookkeeping (Chore, TaskCount);
-- still to move here: tasksapp.views.notify (a person's NotificationPreference) and
-  tasksapp.admin.mirror (a server's roots and enabled flag after server_create/server_update).
+  the chores' bookkeeping (Chore, TaskCount).
 """
 
 from tasksapp.services.audit import export_record

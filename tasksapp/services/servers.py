@@ -69,10 +69,24 @@ def server_preview(*, url: str, headers: dict[str, str], server: McpServer | Non
 
 
 def server_create(
-    *, name: str, url: str, headers: dict[str, str], user: Any, timeouts: tuple[int, int] | None = None
+    *,
+    name: str,
+    url: str,
+    headers: dict[str, str],
+    user: Any,
+    timeouts: tuple[int, int] | None = None,
+    enabled: bool = True,
+    roots: list[Any] | None = None,
 ) -> McpServer:
-    """Discover first; save only a server that answered."""
-    attempt = {"name": name, "url": url, "headers": _masked(headers)}
+    """Discover first; save only a server that answered.
+
+    `roots` (what roots/list answers) and `enabled` are saved with it; the audit detail names them
+    when they differ from the defaults (enabled, no roots)."""
+    attempt: dict[str, Any] = {"name": name, "url": url, "headers": _masked(headers)}
+    if not enabled:
+        attempt["enabled"] = False
+    if roots:
+        attempt["roots"] = roots
     try:
         if McpServer.objects.filter(name=name).exists():
             raise NotAllowed(_("A server named %(name)r already exists.") % {"name": name})
@@ -81,7 +95,7 @@ def server_create(
         audit(user, "server_add", ok=False, detail={**attempt, "error": str(exc)})
         raise
     with transaction.atomic():
-        server = McpServer(name=name, url=url)
+        server = McpServer(name=name, url=url, enabled=enabled, roots=roots or [])
         server.headers = headers
         if timeouts is not None:
             server.read_timeout_seconds, server.call_timeout_seconds = timeouts
@@ -132,12 +146,13 @@ def server_update(
     user: Any,
     name: str | None = None,
     timeouts: tuple[int, int] | None = None,
+    roots: list[Any] | None = None,
 ) -> McpServer:
     """Change a server; a new URL or new credentials are discovered again before saving.
 
     headers=None keeps the stored headers, except when the URL moves to another origin: they are
     then dropped (never sent to the new host) unless given again. `timeouts` is (read, call) in
-    seconds; the worker picks changes up within a second.
+    seconds; the worker picks changes up within a second. roots=None keeps the stored roots.
     """
     name = server.name if name is None else name
     before = _described(server)
@@ -151,6 +166,8 @@ def server_update(
     detail = _changes(before, after, server, kept)
     if timeouts is not None:
         _timeout_changes(detail, server, timeouts)
+    if roots is not None and roots != server.roots:
+        _add_changes(detail, [("roots", server.roots, roots)])
     try:
         refuse_archived(server)
         if kept is None:
@@ -173,6 +190,8 @@ def server_update(
             oauth.oauth_mark_needed(server_id=server.pk, exc=found)
         server.name, server.url, server.enabled = name, url, enabled
         server.headers = kept
+        if roots is not None:
+            server.roots = roots
         if timeouts is not None:
             server.read_timeout_seconds, server.call_timeout_seconds = timeouts
             detail["timeouts"] = list(timeouts)
@@ -307,10 +326,18 @@ def _changes(
 def _timeout_changes(detail: dict[str, Any], server: McpServer, timeouts: tuple[int, int]) -> None:
     """Add changed timeouts to an edit's audit detail, the same way as the other fields."""
     read, call = timeouts
-    for key, old, new in (
-        ("read_timeout_seconds", server.read_timeout_seconds, read),
-        ("call_timeout_seconds", server.call_timeout_seconds, call),
-    ):
+    _add_changes(
+        detail,
+        [
+            ("read_timeout_seconds", server.read_timeout_seconds, read),
+            ("call_timeout_seconds", server.call_timeout_seconds, call),
+        ],
+    )
+
+
+def _add_changes(detail: dict[str, Any], fields: list[tuple[str, Any, Any]]) -> None:
+    """Add the changed (field, old, new) to an edit's audit detail and write its summary again."""
+    for key, old, new in fields:
         if old != new:
             detail["changes"][key] = [old, new]
     changes = detail["changes"].items()

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy
 from tasksapp.models import McpServer
 from tasksapp.notify.models import NotificationPreference
 from tasksapp.permissions import VIEW, require
-from tasksapp.services.audit import audit
+from tasksapp.services.notifications import notification_preference_get, notification_preference_set
 from tasksapp.services.outbound import webhook_url_refusal
 from tasksapp.views.common import page
 
@@ -68,16 +68,11 @@ class PreferenceForm(forms.Form):
 
 @require(VIEW)
 def notify_settings(request: HttpRequest) -> HttpResponse:
-    pref, _created = NotificationPreference.objects.get_or_create(user_id=int(request.user.pk or 0))
+    pref = notification_preference_get(user_id=int(request.user.pk or 0))
     if request.method == "POST":
         form = PreferenceForm(request.POST)
         if form.is_valid():
-            _save(pref, form.cleaned_data)
-            audit(
-                request.user,
-                "notify_settings",
-                detail={"events": pref.events, "email": bool(pref.email), "webhook": bool(pref.webhook_url)},
-            )
+            _save(pref, form.cleaned_data, request.user)
             messages.success(request, _("Notification settings saved."))
             return redirect("tasks:notify")
     else:
@@ -103,13 +98,15 @@ def _initial(pref: NotificationPreference) -> dict[str, Any]:
     }
 
 
-def _save(pref: NotificationPreference, data: dict[str, Any]) -> None:
-    pref.events = list(data["events"])
-    pref.server_ids = sorted(server.pk for server in data["servers"])
-    pref.tools = sorted({tool.strip() for tool in data["tools"].split(",") if tool.strip()})[:100]
-    pref.email = data["email"]
-    pref.webhook_url = data["webhook_url"]
-    if data["webhook_secret"]:
-        pref.webhook_secret = data["webhook_secret"]
-    pref.browser = data["browser"]
-    pref.save()
+def _save(pref: NotificationPreference, data: dict[str, Any], user: Any) -> None:
+    notification_preference_set(
+        pref=pref,
+        events=data["events"],
+        server_ids=(server.pk for server in data["servers"]),
+        tools=data["tools"].split(","),
+        email=data["email"],
+        webhook_url=data["webhook_url"],
+        webhook_secret=data["webhook_secret"],
+        browser=data["browser"],
+        user=user,
+    )
