@@ -26,6 +26,7 @@ from tasksapp import events, language, prefs, redislayer
 from tasksapp.connections import database_sync_to_async
 from tasksapp.live import frames, hub, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
+from tasksapp.notify import send
 from tasksapp.permissions import VIEW, can
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,9 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             text_data=f'<div id="live-sync" hidden hx-swap-oob="true" data-since="{escape(stamp)}"></div>'
         )
         await self._catch_up(self.view.page_since - pages.MARGIN)
+        notes = await database_sync_to_async(send.browser_notes_since)(self.user_pk, self.view.page_since)
+        for note in notes:  # sent while this page was loading or reconnecting
+            await self.notify_browser(note)
 
     async def disconnect(self, code: int) -> None:
         await self._stop()

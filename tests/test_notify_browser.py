@@ -4,6 +4,7 @@ hidden #notify-push element that static/tasksapp/notify.js turns into a Notifica
 
 import html
 import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -134,3 +135,34 @@ def test_a_worker_on_an_in_memory_layer_leaves_browser_rows_to_the_page_process(
         assert drainer.reachable_channels() == ("email", "webhook", "browser")
     finally:
         channel_layers.backends.clear()
+
+
+async def test_a_page_whose_socket_joins_after_a_notification_went_out_shows_it_on_connect() -> None:
+    """A page rendered before the message went out, whose socket was still connecting (a page
+    loading on a busy machine, a reconnect), is sent it on connect; a page rendered well after it
+    is not (the tab that showed it must not show it again)."""
+    ada, ada_client = await sync_to_async(signed_in)("operator", "ada")
+    server = await McpServer.objects.acreate(name="watched", url="http://127.0.0.1:9/a")
+    await sync_to_async(scan)()
+    await sync_to_async(choose)(ada, events=["failed"])
+    rendered = time.time()  # the page is rendered; its scripts are still loading
+
+    def fail() -> int:
+        failed = asking(server, "nightly", "elicitation/create", FORM)
+        failed.input_requests.all().delete()
+        failed.events.create(status="failed", source="poll")
+        scan()
+        assert drain_once(channels=("browser",)) == 1  # out, while no socket of ada's is open
+        return failed.pk
+
+    failed = await sync_to_async(fail)()
+    late = socket(ada_client, f"page=tasks&since={rendered}")
+    assert (await late.connect())[0]
+    assert [key for key, _, _ in await pushes(late)] == [f"failed-{failed}"]
+    await late.disconnect()
+
+    await sync_to_async(NotificationOutbox.objects.update)(sent_at=timezone.now() - timedelta(seconds=10))
+    after = socket(ada_client, f"page=tasks&since={time.time()}")  # rendered after it went out
+    assert (await after.connect())[0]
+    assert await pushes(after) == []
+    await after.disconnect()

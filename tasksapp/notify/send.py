@@ -6,7 +6,7 @@ import hmac
 import json
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync
@@ -25,6 +25,10 @@ from tasksapp.services.outbound import webhook_client
 log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Dashboard-Signature"
 TIMESTAMP_HEADER = "X-Dashboard-Timestamp"
+# A row is stamped sent after its message was handed to the channel layer, which delivers it a
+# moment later: a page rendered in between would miss it live and on connect.
+SENT_MARGIN = timedelta(seconds=2)
+NOTES_CAUGHT_UP = 20  # at most this many on one connect, the newest being the ones that matter
 
 
 class GiveUp(Exception):
@@ -45,10 +49,9 @@ def deliver(row: NotificationOutbox) -> None:
             raise GiveUp("browser notifications are off now")
         if row.created_at < timezone.now() - timedelta(seconds=config.BROWSER_FRESH_SECONDS):
             raise GiveUp("too old to show in a browser")
-        # To the user's open pages (their sockets' user group); with none open, nobody sees it.
-        subject, _, link = row.text.rpartition("\n")
-        path = urlsplit(link).path if subject else ""  # the page's own origin, whatever NOTIFY_BASE_URL says
-        events.notify_user(row.user_id, key=row.key, text=row.subject, url=path)
+        # To the user's open pages (their sockets' user group); a page whose socket joins later
+        # asks for it on connect (browser_notes_since).
+        events.notify_user(row.user_id, **browser_note(row))
         return
     if row.channel == "email":
         if not pref.email:
@@ -65,6 +68,24 @@ def deliver(row: NotificationOutbox) -> None:
     status = async_to_sync(post_webhook)(pref.webhook_url, body, headers)
     if not 200 <= status < 300:
         raise WebhookFailed(f"the webhook answered HTTP {status}")
+
+
+def browser_note(row: NotificationOutbox) -> dict[str, str]:
+    """What a page is sent for a browser notification: its key, its text and the path it opens
+    (on the page's own origin, whatever NOTIFY_BASE_URL says)."""
+    subject, _, link = row.text.rpartition("\n")
+    return {"key": row.key, "text": row.subject, "url": urlsplit(link).path if subject else ""}
+
+
+def browser_notes_since(user_id: int, since: datetime) -> list[dict[str, str]]:
+    """The browser notifications sent to this user from shortly before `since` (a page's render)
+    on, the fresh ones only, oldest first: a page whose socket joined after one went out (it was
+    loading, or reconnecting) still shows it. notify.js shows each key once per page."""
+    floor = max(since - SENT_MARGIN, timezone.now() - timedelta(seconds=config.BROWSER_FRESH_SECONDS))
+    rows = NotificationOutbox.objects.filter(
+        user_id=user_id, channel="browser", state="sent", sent_at__gt=floor
+    )
+    return [browser_note(row) for row in reversed(rows.order_by("-sent_at")[:NOTES_CAUGHT_UP])]
 
 
 class WebhookFailed(Exception):
