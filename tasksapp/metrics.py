@@ -26,10 +26,11 @@ from tasksapp.traffic import all_traffic
 
 log = logging.getLogger(__name__)
 
-# The live layer's caches, counted in this process (tests and benchmarks read them): "renders" and
-# "renders_shared" (tasksapp/live/shared.py, fan-out batches' rows included), "batches",
-# "batch_items", "batch_shared", "batch_waits" (tasksapp/live/fanout.py), "changed_since",
-# "changed_since_reused", "timeline_rendered", "timeline_reused" (tasksapp/live/pages.py).
+# The live layer's caches (tasksapp.live.cache.RenderCache), counted in this process (tests and
+# benchmarks read them): "renders" and "renders_shared" (tasksapp/live/shared.py; "renders" counts
+# fan-out batches' rows too), "batch_shared" (tasksapp/live/fanout.py, with its "batches",
+# "batch_items" and "batch_waits"), "changed_since", "changed_since_reused", "timeline_rendered",
+# "timeline_reused" (tasksapp/live/pages.py).
 live_counts: Counter[str] = Counter()
 
 ANSWER_BUCKETS = (5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)

@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasksapp.connections import database_sync_to_async
+from tasksapp.live.cache import RenderCache, not_failed
 from tasksapp.metrics import live_counts
-
-KEEP_SECONDS = 30.0
-PRUNE_ABOVE = 4096
 
 
 @dataclass
@@ -34,14 +32,11 @@ class _Batch:
     )
 
 
-@dataclass
-class _Done:
-    started: float
-    result: "asyncio.Future[dict[Any, Any]]"
-
-
 _pending: dict[Hashable, _Batch] = {}  # (kind, audience) -> the batch not started yet
-_done: dict[tuple[Hashable, Hashable], _Done] = {}  # ((kind, audience), item) -> its latest render
+# ((kind, audience), item) -> the results of its latest batch; "renders" counts each row once.
+_done: RenderCache[tuple[Hashable, Hashable], "asyncio.Future[dict[Any, Any]]"] = RenderCache(
+    size=4096, kept="renders", reused="batch_shared", usable=not_failed
+)
 _running: set["asyncio.Future[None]"] = set()
 
 
@@ -49,14 +44,9 @@ def _future_for(group: Hashable, item: Hashable, not_before: float) -> "asyncio.
     """The batch whose results will hold `item` for the group's renderer (a kind and an audience):
     a batch that started at or after `not_before` (time.monotonic()), or the one starting on the
     next turn of the event loop, which every item asked for in this turn joins."""
-    done = _done.get((group, item))
-    if (
-        done is not None
-        and done.started >= not_before
-        and not (done.result.done() and done.result.exception())
-    ):
-        live_counts["batch_shared"] += 1
-        return done.result
+    done = _done.get((group, item), not_before)
+    if done is not None:
+        return done
     batch = _pending.get(group)
     if batch is None:
         batch = _pending[group] = _Batch()
@@ -69,14 +59,12 @@ def _start(group: Hashable) -> None:
     batch = _pending.pop(group)
     started = time.monotonic()
     for item in batch.items:
-        _done[(group, item)] = _Done(started, batch.result)
+        _done.put((group, item), batch.result, started)
     live_counts["batches"] += 1
     live_counts["batch_items"] += len(batch.items)
-    live_counts["renders"] += len(batch.items)
     task = asyncio.ensure_future(_run(batch, _renderers[group]))
     _running.add(task)  # held until done: the loop keeps only weak references to tasks
     task.add_done_callback(_running.discard)
-    _prune(started)
 
 
 _renderers: dict[Hashable, Callable[[list[Any]], dict[Any, Any]]] = {}
@@ -90,13 +78,6 @@ async def _run(batch: _Batch, renderer: Callable[[list[Any]], dict[Any, Any]]) -
         batch.result.exception()  # retrieved: a batch nobody awaits any more is not "never retrieved"
         return
     batch.result.set_result(results)
-
-
-def _prune(now: float) -> None:
-    if len(_done) <= PRUNE_ABOVE:
-        return
-    for key in [key for key, entry in _done.items() if entry.started < now - KEEP_SECONDS]:
-        del _done[key]
 
 
 async def render_many(

@@ -6,6 +6,7 @@ is submitted), no user name. Table rows travel inside <template>, which parses t
 
 import asyncio
 import hashlib
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,7 +21,7 @@ from django.utils import timezone, translation
 
 from tasksapp import events
 from tasksapp.live import fanout, shared
-from tasksapp.metrics import live_counts
+from tasksapp.live.cache import RenderCache
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
 from tasksapp.permissions import roles_of
 from tasksapp.presenters import inbox as inbox_view
@@ -39,7 +40,9 @@ def audience(user: Any) -> tuple[tuple[str, bool], ...]:
     return tuple(sorted(roles_of(user).items()))
 
 
-_recent: dict[tuple[datetime, int], tuple[float, list[int] | None]] = {}
+_recent: RenderCache[tuple[datetime, int], list[int] | None] = RenderCache(
+    size=256, kept="changed_since", reused="changed_since_reused"
+)
 RECENT_SECONDS = 1.0
 
 
@@ -50,17 +53,8 @@ def tasks_changed_since(since: datetime, limit: int) -> list[int] | None:
     time); creation and input requests have their own times. When a process's hub notices a lost
     message, all its sockets ask this with the same `since` at once: asked again within a second,
     the answer is reused (one query for all of them; later changes reach them as messages)."""
-    now = time.monotonic()
-    found = _recent.get((since, limit))
-    if found is not None and now - found[0] < RECENT_SECONDS:
-        live_counts["changed_since_reused"] += 1
-        return found[1]
-    live_counts["changed_since"] += 1
-    answer = _changed_since(since, limit)
-    if len(_recent) > 256:
-        _recent.clear()
-    _recent[(since, limit)] = (now, answer)
-    return answer
+    not_before = time.monotonic() - RECENT_SECONDS
+    return _recent.get_or_make((since, limit), not_before, lambda: _changed_since(since, limit))
 
 
 def _changed_since(since: datetime, limit: int) -> list[int] | None:
@@ -271,15 +265,15 @@ class TaskPage(LivePage):
         return sections, timeline
 
 
-_entries: dict[tuple[Any, ...], tuple[str, str]] = {}
-ENTRIES_KEPT = 20_000
+_entries: RenderCache[tuple[Any, ...], tuple[str, str]] = RenderCache(
+    size=20_000, kept="timeline_rendered", reused="timeline_reused"
+)
 
 
 def timeline_entry(template: str, event: TaskEvent) -> tuple[str, str]:
     """A timeline entry, as it is and out-of-band. An entry changes only when its event does (a
-    folded message, a note), so it is rendered once per content, language and zone: a task page's
-    render no longer re-renders its 50 entries at every change (bench/fanout.py's profile: most of
-    a busy process's database thread)."""
+    folded message, a note), so it is rendered once per content, language and zone (docs/live.md,
+    *What a process keeps between renders*)."""
     text = hashlib.blake2b(f"{event.status_message}\x00{event.note}".encode(), digest_size=16).digest()
     key = (
         event.pk,
@@ -292,18 +286,14 @@ def timeline_entry(template: str, event: TaskEvent) -> tuple[str, str]:
         timezone.get_current_timezone_name(),
         template,
     )
-    found = _entries.get(key)
-    if found is not None:
-        live_counts["timeline_reused"] += 1
-    else:
-        live_counts["timeline_rendered"] += 1
-        if len(_entries) >= ENTRIES_KEPT:
-            _entries.clear()
-        found = _entries[key] = (
+    return _entries.get_or_make(
+        key,
+        -math.inf,  # the key is the content: never stale
+        lambda: (
             render_to_string(f"{template}#timeline-entry", {"event": event}),
             render_to_string(f"{template}#timeline-entry", {"event": event, "entry_oob": True}),
-        )
-    return found
+        ),
+    )
 
 
 class ListPage(LivePage):

@@ -7,25 +7,15 @@ it started after the socket learnt of the change (`not_before`): it then reflect
 """
 
 import asyncio
-import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from typing import Any
 
 from tasksapp.connections import database_sync_to_async
-from tasksapp.metrics import live_counts
+from tasksapp.live.cache import RenderCache, not_failed
 
-KEEP_SECONDS = 30.0
-PRUNE_ABOVE = 1024
-
-
-@dataclass
-class _Render:
-    started: float
-    result: "asyncio.Future[Any]"
-
-
-_renders: dict[Hashable, _Render] = {}
+_renders: RenderCache[Hashable, "asyncio.Future[Any]"] = RenderCache(
+    size=1024, kept="renders", reused="renders_shared", usable=not_failed
+)
 
 
 async def render(
@@ -33,21 +23,12 @@ async def render(
 ) -> Any:
     """`fn()` run in a database thread, or the result of a run that started at or after `not_before`
     (time.monotonic()) for the same key."""
-    entry = _renders.get(key)
-    if entry is None or entry.started < not_before or (entry.result.done() and entry.result.exception()):
-        started = time.monotonic()
-        task = asyncio.ensure_future(database_sync_to_async(fn, thread_sensitive=thread_sensitive)())
-        entry = _renders[key] = _Render(started, task)
-        live_counts["renders"] += 1
-        _prune(started)
-    else:
-        live_counts["renders_shared"] += 1
+
+    def start() -> "asyncio.Future[Any]":
+        running: asyncio.Future[Any] = asyncio.ensure_future(
+            database_sync_to_async(fn, thread_sensitive=thread_sensitive)()
+        )
+        return running
+
     # Shielded: a socket closing mid-render must not cancel the render the others wait for.
-    return await asyncio.shield(entry.result)
-
-
-def _prune(now: float) -> None:
-    if len(_renders) <= PRUNE_ABOVE:
-        return
-    for key in [key for key, entry in _renders.items() if entry.started < now - KEEP_SECONDS]:
-        del _renders[key]
+    return await asyncio.shield(_renders.get_or_make(key, not_before, start))
