@@ -10,8 +10,9 @@ as channels_redis's blocking read, so a quiet receive times out and the websocke
 
 Losses: channels_redis drops a message to a full channel (`capacity` messages waiting)
 and says so only at INFO ("N of M channels over capacity in group G"); it also drops the oldest
-message of a socket's local buffer when that is full, saying nothing. Both are logged here at
-WARNING and counted, as is every re-sync a process's live hub starts after noticing a gap
+message of a socket's local buffer when that is full, saying nothing. Both are counted where they
+happen (the layer's group_send, from its script's count of full channels, and the buffer's put)
+and logged at WARNING, as is every re-sync a process's live hub starts after noticing a gap
 (tasksapp/live/hub.py). The counts live in Redis when the layer is Redis, so every process adds
 to the same figures and any web process serves them in /metrics (tasksapp/metrics.py); with the
 in-memory layer (one process) they live in the process.
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 
 DROPPED = ("channel_full", "buffer_full")  # mcp_live_dropped_total{where}
 RESYNCS = ("gap",)  # mcp_live_resyncs_total{reason}: a socket noticed a gap and caught up
-OVER_CAPACITY = "%s of %s channels over capacity in group %s"  # channels_redis.core's INFO line
 
 LOG_EVERY_SECONDS = 60.0
 STILL_AWAY_SECONDS = 30.0
@@ -120,6 +120,24 @@ def _tally(counts: Counter[str]) -> str:
 reachability = Reachability()
 
 
+# channels_redis 4.3's group_send script: each channel's message added unless the channel holds
+# its capacity; returns how many channels were full (their message dropped).
+GROUP_SEND_LUA = """
+    local over_capacity = 0
+    local current_time = ARGV[#ARGV - 1]
+    local expiry = ARGV[#ARGV]
+    for i=1,#KEYS do
+        if redis.call('ZCOUNT', KEYS[i], '-inf', '+inf') < tonumber(ARGV[i + #KEYS]) then
+            redis.call('ZADD', KEYS[i], current_time, ARGV[i])
+            redis.call('EXPIRE', KEYS[i], expiry)
+        else
+            over_capacity = over_capacity + 1
+        end
+    end
+    return over_capacity
+"""
+
+
 class PooledRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -127,7 +145,6 @@ class PooledRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
         self.receive_buffer: collections.defaultdict[str, _CountingQueue] = collections.defaultdict(
             functools.partial(_CountingQueue, self.capacity)
         )
-        _watch_over_capacity()
 
     def create_pool(self, index: int) -> Any:
         host = dict(self.hosts[index])
@@ -135,7 +152,33 @@ class PooledRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
         return BlockingConnectionPool.from_url(address, **host)
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        await super().group_send(group, message)
+        """Send to every channel of the group as channels_redis 4.3's group_send does (whose source
+        tests/test_redislayer.py pins); a channel already holding `capacity` messages does not get
+        it, and each such drop is counted ("channel_full") and logged at WARNING."""
+        assert self.require_valid_group_name(group), "Group name not valid"
+        key = self._group_key(group)
+        connection = self.connection(self.consistent_hash(group))
+        await connection.zremrangebyscore(key, min=0, max=int(time.time()) - self.group_expiry)
+        channel_names = [x.decode("utf8") for x in await connection.zrange(key, 0, -1)]
+        by_connection, messages, capacities = self._map_channel_keys_to_connection(channel_names, message)
+        for index, channel_keys in by_connection.items():
+            pipe = connection.pipeline()  # as channels_redis does: the previous connection
+            for channel_key in channel_keys:
+                pipe.zremrangebyscore(channel_key, min=0, max=int(time.time()) - int(self.expiry))
+            await pipe.execute()
+            args = [messages[k] for k in channel_keys] + [capacities[k] for k in channel_keys]
+            connection = self.connection(index)
+            full = await connection.eval(
+                GROUP_SEND_LUA, len(channel_keys), *channel_keys, *args, time.time(), self.expiry
+            )
+            if full > 0:
+                _unflushed["channel_full"] += int(full)
+                log.warning(
+                    "live: %s of %s channels in group %s were full: message dropped (the pages re-sync)",
+                    full,
+                    len(channel_names),
+                    group,
+                )
         if _unflushed:
             await flush(self)
 
@@ -163,32 +206,6 @@ class _CountingQueue(BoundedQueue):  # type: ignore[misc]
                 )
                 self.logged_at, self.unlogged = now, 0
         super().put_nowait(item)
-
-
-class _OverCapacity(logging.Filter):
-    """channels_redis's over-capacity line, raised to WARNING and counted."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg == OVER_CAPACITY and isinstance(record.args, tuple) and len(record.args) == 3:
-            full, total, group = record.args
-            _unflushed["channel_full"] += int(str(full))
-            record.msg = "live: %s of %s channels in group %s were full: message dropped (the pages re-sync)"
-            record.args = (full, total, group)
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
-            return True
-        # Its other lines keep the level the settings give them (the logger is opened to INFO below).
-        return record.levelno >= logging.getLogger().getEffectiveLevel()
-
-
-_filter = _OverCapacity()
-
-
-def _watch_over_capacity() -> None:
-    source = logging.getLogger("channels_redis.core")
-    if _filter not in source.filters:
-        source.addFilter(_filter)
-    if source.getEffectiveLevel() > logging.INFO:
-        source.setLevel(logging.INFO)  # else the INFO line is never made, and the drop goes uncounted
 
 
 def count(name: str, n: int = 1) -> None:
