@@ -51,7 +51,8 @@ class McpServer(models.Model):
     headers_encrypted = models.TextField(blank=True, default="", editable=False)
     enabled = models.BooleanField(default=True)
     archived = models.BooleanField(
-        default=False, help_text="kept read-only: never polled, no calls, answers or cancels (issue 12 #10)"
+        default=False,
+        help_text="kept read-only: never polled, no calls, answers or cancels (docs/operator.md)",
     )
 
     era = models.CharField(max_length=10, choices=Era.choices, blank=True, default="")

@@ -217,7 +217,7 @@
     }
   });
 
-  // --- shell (issue 12 items 2, 3, 13) -------------------------------------------------------
+  // --- shell: time zone, theme, keyboard shortcuts ------------------------------------------
 
   // The browser's time zone, for the server to render times in when the user chose none
   // (tasksapp/prefs.py reads the cookie; without JavaScript the server's zone is used).

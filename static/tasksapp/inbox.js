@@ -1,4 +1,4 @@
-// The inbox's keyboard (issue 12 item 1): j/k move between questions, Enter opens (the browser
+// The inbox's keyboard: j/k move between questions, Enter opens (the browser
 // toggles a focused <summary>), Esc closes, x ticks the question for a bulk answer. No inline
 // script anywhere (CSP); the page works the same without this file. docs/operator.md.
 (function () {

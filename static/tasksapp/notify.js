@@ -1,4 +1,4 @@
-// Opt-in browser notifications (issue 12 item 7; docs/notifications.md). The worker queues a
+// Opt-in browser notifications (docs/notifications.md). The worker queues a
 // "browser" message for each event a user chose (input needed, a task failed, a server unhealthy;
 // their servers and tools) and sends it to that user's open pages over their sockets, as a hidden
 // #notify-push element (tasksapp/consumers.py). Here it becomes a Notification when the person
