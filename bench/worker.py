@@ -24,8 +24,10 @@ For each task count N, in fresh processes:
    and bare loop so see the same machine; a neighbour's burst lands on both sides.
 3. push: the reference server (python -m tasksapp.demoserver) in a subprocess, --push-tasks
    slow_count tasks started through services.call_start, a worker with listen streams, and the
-   time from each change on the server (its lastUpdatedAt) to the mirror row: TaskEvent
-   observed_at (set inside the transaction) and the task.changed message the commit publishes.
+   time from each change on the server (its lastUpdatedAt) to the commit of the mirror row that
+   holds it (a post_save receiver on RemoteTask's snapshot writes, timed by transaction.on_commit:
+   one per change, whatever the timeline folds) and to the task.changed message the commit
+   publishes (the k-th message for a task pairs with its k-th commit).
 
 Figures:
 - polls/s achieved in the window, against N / 5 s scheduled;
@@ -827,7 +829,7 @@ async def run_push(args: argparse.Namespace) -> dict[str, Any]:
             message = await layer.receive(channel)
             published.append((int(message["id"]), time.time()))
 
-    sql, pings = SqlCounter(), []
+    sql, commits, pings = SqlCounter(), CommitClock(), []
 
     async def ping_database_thread() -> None:
         """How long a no-op waits for the worker's one database thread: its queue, not the database."""
@@ -838,6 +840,7 @@ async def run_push(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(0.1)
 
     await sync_to_async(sql.install, thread_sensitive=True)()
+    commits.install()
     follower = asyncio.create_task(follow())
     pinger = asyncio.create_task(ping_database_thread())
     worker = Worker(name="bench-push", listen=True)
@@ -859,7 +862,7 @@ async def run_push(args: argparse.Namespace) -> dict[str, Any]:
     follower.cancel()
     pinger.cancel()
     counted = sql.snapshot()
-    result = await sync_to_async(push_latencies)(published)
+    result = await sync_to_async(push_latencies)(published, commits.rows)
     result.update(
         pushes=stats.pushes,
         polls=stats.polls,
@@ -873,42 +876,77 @@ async def run_push(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def push_latencies(published: list[tuple[int, float]]) -> dict[str, Any]:
-    """Row: observed_at - lastUpdatedAt. Commit: the k-th task.changed for a task matches its k-th event."""
-    from datetime import datetime
+class CommitClock:
+    """When each snapshot the worker writes commits: (task id, how it came, the server's
+    lastUpdatedAt, commit wall time), one per change in commit order.
+
+    Timed here, not from the timeline: a TaskEvent is one per change only when nothing folds, and
+    a message-only change within MCP_TIMELINE_COALESCE_MS moves the previous event's
+    remote_updated_at to its own while the event keeps its first observed_at.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str, str, float]] = []
+
+    def install(self) -> None:
+        from django.db.models.signals import post_save
+
+        from tasksapp.models import RemoteTask
+
+        post_save.connect(self.saved, sender=RemoteTask, weak=False)
+
+    def saved(self, sender: Any, instance: Any, update_fields: Any = None, **kwargs: Any) -> None:
+        from django.db import transaction
+
+        if not update_fields or "updated_at_raw" not in update_fields:
+            return
+        row = (instance.pk, instance.last_seen_via, instance.updated_at_raw)
+        transaction.on_commit(lambda: self.rows.append((*row, time.time())))
+
+
+def push_latencies(
+    published: list[tuple[int, float]], commits: list[tuple[int, str, str, float]]
+) -> dict[str, Any]:
+    """Server change (lastUpdatedAt) -> its commit, and -> the task.changed message that commit
+    published: the k-th message for a task matches its k-th snapshot commit."""
+    from datetime import UTC, datetime
 
     from tasksapp.models import TaskEvent
 
     by_task: dict[int, list[float]] = {}
     for task_id, at in published:
         by_task.setdefault(task_id, []).append(at)
-    events = list(TaskEvent.objects.exclude(source="create").order_by("observed_at", "id"))
-    per_task: dict[int, list[Any]] = {}
-    for event in events:
-        per_task.setdefault(event.task_id, []).append(event)
-    row_ms: list[float] = []
+    per_task: dict[int, list[tuple[int, str, str, float]]] = {}
+    for commit in commits:
+        per_task.setdefault(commit[0], []).append(commit)
     commit_ms: list[float] = []
+    published_ms: list[float] = []
     unmatched = 0
-    for task_id, task_events in per_task.items():
+    for task_id, task_commits in per_task.items():
         times = by_task.get(task_id, [])
-        if len(times) != len(task_events):
-            unmatched += len(task_events)
+        if len(times) != len(task_commits):
+            unmatched += len(task_commits)
             times = []
-        for index, event in enumerate(task_events):
-            if event.source != "push" or not event.remote_updated_at:
+        for index, (_, via, updated_raw, committed) in enumerate(task_commits):
+            if via != "push" or not updated_raw:
                 continue
-            changed = datetime.fromisoformat(event.remote_updated_at).timestamp()
-            row_ms.append(1000 * (event.observed_at.timestamp() - changed))
+            changed_at = datetime.fromisoformat(updated_raw)
+            if changed_at.tzinfo is None:
+                changed_at = changed_at.replace(tzinfo=UTC)
+            changed = changed_at.timestamp()
+            commit_ms.append(1000 * (committed - changed))
             if times:
-                commit_ms.append(1000 * (times[index] - changed))
-    written = [event.observed_at.timestamp() for event in events if event.source == "push"]
+                published_ms.append(1000 * (times[index] - changed))
+    written = [committed for _, via, _, committed in commits if via == "push"]
     gaps = [1000 * (later - earlier) for earlier, later in itertools.pairwise(written)]
+    events = TaskEvent.objects.exclude(source="create").values_list("source", flat=True)
     return {
-        "events_by_source": dict(Counter(event.source for event in events)),
+        "changes_by_source": dict(Counter(via for _, via, _, _ in commits)),
+        "events_by_source": dict(Counter(events)),
         "gap_ms": _dist(gaps),
-        "row_ms": _dist(row_ms),
         "commit_ms": _dist(commit_ms),
-        "unmatched_events": unmatched,
+        "published_ms": _dist(published_ms),
+        "unmatched_commits": unmatched,
     }
 
 
@@ -1233,7 +1271,8 @@ def report(args: argparse.Namespace, results: list[dict[str, Any]], push: dict[s
         print()
         print(
             f"Push: {push['tasks']} slow_count tasks ({args.push_steps} steps of {args.push_delay:g} s) on "
-            f"the reference server; {push['pushes']} pushes; events by source {push['events_by_source']}"
+            f"the reference server; {push['pushes']} pushes; changes by source "
+            f"{push['changes_by_source']}; timeline events by source {push['events_by_source']}"
         )
         changes = max(push["changes"], 1)
         wait = push["db_thread_wait_ms"]
@@ -1242,18 +1281,20 @@ def report(args: argparse.Namespace, results: list[dict[str, Any]], push: dict[s
             f"({push['statements'] / changes:.1f} per change, "
             f"{1000 * push['sql_seconds'] / changes:.2f} ms of SQL per change, commits not included); "
             "a no-op waited for the database thread "
-            f"p50 {_ms(wait['p50'])} ms, p99 {_ms(wait['p99'])} ms; consecutive push writes were "
+            f"p50 {_ms(wait['p50'])} ms, p99 {_ms(wait['p99'])} ms; consecutive push commits were "
             f"p50 {_ms(push['gap_ms']['p50'])} ms apart"
         )
         for label, key in (
-            ("row written (TaskEvent.observed_at)", "row_ms"),
-            ("commit published", "commit_ms"),
+            ("row committed", "commit_ms"),
+            ("commit published (task.changed received)", "published_ms"),
         ):
             d = push[key]
             print(
                 f"  server change -> {label}: p50 {_ms(d['p50'])} ms, p99 {_ms(d['p99'])} ms, "
-                f"max {_ms(d['max'])} ms ({d['count']} push events)"
+                f"max {_ms(d['max'])} ms ({d['count']} pushed changes)"
             )
+        if push["unmatched_commits"]:
+            print(f"  {push['unmatched_commits']} commits not paired with a message (tasks left out)")
     print()
     checks: list[list[str]] = []
     for r in results:
@@ -1287,7 +1328,7 @@ def report(args: argparse.Namespace, results: list[dict[str, Any]], push: dict[s
             ],
         ]
     if push:
-        p50 = push["commit_ms"]["p50"] if push["commit_ms"]["count"] else push["row_ms"]["p50"]
+        p50 = push["commit_ms"]["p50"]
         checks.append(
             [
                 "push",
