@@ -302,7 +302,7 @@ def tracked_bytes(worker: Any) -> int:
             total += size(task.fingerprint) + sum(size(part) for part in task.fingerprint)
     for entry in worker._queue:
         total += size(entry) + sum(size(part) for part in entry)
-    for server in worker.servers.values():
+    for server in worker.pool.servers.values():
         total += size(server.remote_to_pk)
     return total
 

@@ -105,11 +105,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
 ]
 
-# Circles today, and what opens each (issue 22 step 3).
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    # The worker as cooperating objects: chores and the listener take interfaces, not the Worker.
-    frozenset({"tasksapp.engine.chores", "tasksapp.engine.listener", "tasksapp.engine.worker"}),
-}
+# Circles today, and what opens each.
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 # Imports from a lower layer up to a higher one today (importer, imported).
 KNOWN_UPWARD: set[tuple[str, str]] = set()
 # The live layer's imports from views/ today (what both render from belongs in presenters/).

@@ -15,6 +15,9 @@ A pushed snapshot is never written while the stream waits: it is kept (the newes
 when the first unwritten one arrived) and one writer per stream writes what arrived meanwhile in
 one database step, so the stream is read as fast as it arrives and the safety-net poll does not see
 changes first on a worker short of CPU (docs/benchmarks.md, mirror lag).
+
+A listener knows the worker only as a TaskBoard: the tasks it holds, their schedule, and where
+pushed snapshots are written.
 """
 
 import asyncio
@@ -22,26 +25,45 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.conf import settings
 
 from tasksapp import services
-from tasksapp.connections import db_step
+from tasksapp.engine.store import db
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
 from tasksapp.mcpclient import DetailedTask, ListenAck, ListenEnded, ListenUnsupported, McpError
-
-if TYPE_CHECKING:
-    from tasksapp.engine.worker import Worker
 
 log = logging.getLogger(__name__)
 COALESCE_SECONDS = 0.2
 WRITE_BATCH = 100  # pushed snapshots written in one database step at most
 
+type Pushed = tuple[TrackedTask, DetailedTask, float | None]  # task, snapshot, when it arrived
+
+
+class TaskBoard(Protocol):
+    """What a listen stream needs from the worker that holds its server's tasks."""
+
+    def tracked(self, pk: int) -> TrackedTask | None:
+        """The task this worker holds under `pk`, or None."""
+        ...
+
+    def schedule(self, task: TrackedTask, delay: float) -> None:
+        """Poll `task` `delay` seconds from now (0: at once), replacing its current due time."""
+        ...
+
+    def count_push(self) -> None:
+        """A pushed snapshot of a held task arrived."""
+        ...
+
+    async def apply_many(self, items: list[Pushed], source: str) -> None:
+        """Write the snapshots (monotonic arrival time third) in one database step."""
+        ...
+
 
 class ListenSupervisor:
-    def __init__(self, worker: "Worker", server: ServerState) -> None:
-        self.worker = worker
+    def __init__(self, board: TaskBoard, server: ServerState) -> None:
+        self.board = board
         self.server = server
         self.connected = False
         self.attempts = 0
@@ -92,7 +114,7 @@ class ListenSupervisor:
     async def _wait_out_backoff(self) -> None:
         """Follow the server's back-off (shared with polling) and this listener's own."""
         # A deadline that may move either way (a failed poll extends the server's back-off, another
-        # worker's answer ends it: engine.chores), not an event: looked at again every second.
+        # worker's answer ends it: engine.servers), not an event: looked at again every second.
         while (delay := max(self._retry_at, self.server.backoff_until) - time.monotonic()) > 0:  # noqa: ASYNC110
             await asyncio.sleep(min(delay, 1.0))
 
@@ -151,21 +173,21 @@ class ListenSupervisor:
         self._listening = honoured & ids
         for stream in previous:
             stream.cancel()
-        await db_step(services.server_set_listen_support)(server_id=self.server.server_id, supported=True)
+        await db(services.server_set_listen_support)(server_id=self.server.server_id, supported=True)
         for remote_id in self._listening:
             task = self._task(remote_id)
             if task is None:
                 continue
             task.pushed = True
             if remote_id not in was_covered and not task.in_flight:
-                self.worker.schedule(task, 0.0)  # catch up: nothing is replayed on a new stream
+                self.board.schedule(task, 0.0)  # catch up: nothing is replayed on a new stream
         return True
 
     async def _pushed(self, snapshot: DetailedTask) -> None:
         task = self._task(snapshot.task_id)
         if task is None:
             return
-        self.worker.stats.pushes += 1
+        self.board.count_push()
         earlier = self._pending.get(snapshot.task_id)
         self._pending[snapshot.task_id] = (snapshot, earlier[1] if earlier else time.monotonic())
         if self._writer is None or self._writer.done():
@@ -175,7 +197,7 @@ class ListenSupervisor:
         """Write the pushed snapshots in arrival order, the newest of each task only; what arrived
         while one database step ran goes in the next one (up to WRITE_BATCH)."""
         while self._pending:
-            batch: list[tuple[TrackedTask, DetailedTask, float | None]] = []
+            batch: list[Pushed] = []
             while self._pending and len(batch) < WRITE_BATCH:
                 remote_id = next(iter(self._pending))
                 snapshot, received = self._pending.pop(remote_id)
@@ -184,19 +206,19 @@ class ListenSupervisor:
             if not batch:
                 continue
             try:
-                await self.worker.apply_many(batch, "push")
+                await self.board.apply_many(batch, "push")
             except asyncio.CancelledError:
                 raise
             except Exception:  # the loop boundary: a failed write is caught up by a poll soon
                 log.exception("writing %d pushed change(s) failed; polling them", len(batch))
                 for task, _, _ in batch:
                     if not task.in_flight:
-                        self.worker.schedule(task, 1.0)
+                        self.board.schedule(task, 1.0)
 
     async def _unsupported(self) -> None:
         self.server.listen_wanted = False
         self.connected = False
-        await db_step(services.server_set_listen_support)(server_id=self.server.server_id, supported=False)
+        await db(services.server_set_listen_support)(server_id=self.server.server_id, supported=False)
 
     def _uncover(self, ids: set[str]) -> None:
         for remote_id in ids:
@@ -204,11 +226,11 @@ class ListenSupervisor:
             if task is not None and task.pushed:
                 task.pushed = False
                 if not task.in_flight:
-                    self.worker.schedule(task, poll_delay(task.poll_interval_ms, covered=False))
+                    self.board.schedule(task, poll_delay(task.poll_interval_ms, covered=False))
 
-    def _task(self, remote_id: str) -> "TrackedTask | None":
+    def _task(self, remote_id: str) -> TrackedTask | None:
         pk = self.server.remote_to_pk.get(remote_id)
-        return self.worker.tasks.get(pk) if pk is not None else None
+        return self.board.tracked(pk) if pk is not None else None
 
 
 async def _first_of(stream: asyncio.Task[None], acked: asyncio.Event) -> None:

@@ -1,10 +1,11 @@
 """The worker's database side: leases, loading what it holds, heartbeats. Synchronous; the engine
-calls these through tasksapp.connections.db_step (which also replaces a lost connection).
+calls these (and the services it writes through) as `db(step)(...)`, off the event loop.
 Several workers may run these at once on PostgreSQL."""
 
 import math
 import os
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -15,6 +16,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from tasksapp import crypto
+from tasksapp.connections import db_step
 from tasksapp.engine.tracking import TrackedTask
 from tasksapp.mcpclient.oauth import ClientConfig
 from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
@@ -42,6 +44,13 @@ class ServerRow:
     oauth: ClientConfig | None = None  # the server's OAuth client settings
     others_success_at: datetime | None = None  # the newest answer another worker got from it
     others_failing: bool = False  # it fails for another worker
+
+
+def db[**P, R](fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """`fn` run off the event loop on the shared database thread, on a live connection
+    (tasksapp.connections.db_step), with its parameters and return type kept."""
+    step: Callable[P, Awaitable[R]] = db_step(fn)
+    return step
 
 
 def lease_span() -> timedelta:

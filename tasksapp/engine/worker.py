@@ -1,4 +1,8 @@
-"""The Worker: holds leased tasks in memory, polls each when due, applies changes through services."""
+"""The Worker: holds leased tasks in memory, polls each when due, applies changes through services.
+
+It owns the tasks and their schedule; the servers they live on are a ServerPool's (engine.servers),
+which hands each listen stream this worker as its TaskBoard (engine.listener).
+"""
 
 import asyncio
 import contextlib
@@ -7,11 +11,9 @@ import itertools
 import logging
 import random
 import time
-from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from asgiref.sync import SyncToAsync
@@ -19,10 +21,14 @@ from django.conf import settings
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.connections import CANNOT_WRITE, db_step, resilient
-from tasksapp.engine import chores, store
+from tasksapp.connections import CANNOT_WRITE, resilient
+from tasksapp.engine import store
 from tasksapp.engine.health import ScheduleHealth
-from tasksapp.engine.listener import ListenSupervisor
+from tasksapp.engine.listener import Pushed
+from tasksapp.engine.nudges import follow_nudges
+from tasksapp.engine.servers import ServerChanges, ServerPool
+from tasksapp.engine.stats import WorkerStats
+from tasksapp.engine.store import db
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
 from tasksapp.mcpclient import (
     DetailedTask,
@@ -34,17 +40,14 @@ from tasksapp.mcpclient import (
 from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.models import RemoteTask
 from tasksapp.retention import chores as retention_chores
-from tasksapp.services import health
 from tasksapp.services.errors import describe
 from tasksapp.services.tasks import snapshot_fingerprint
 
 log = logging.getLogger(__name__)
-LAG_SAMPLES = 100_000
 # A server change older than this at commit, or newer by more than the tolerance, says the server's
 # clock is off (or the change is a catch-up after an outage): it is left out of the mirror lag.
 MIRROR_LAG_MAX_SECONDS = 600.0
 CLOCK_TOLERANCE_SECONDS = 1.0
-PATHS = ("push", "poll", "safety_net")  # how a change reached the mirror
 DB_BACKOFF_MAX_SECONDS = 5.0
 AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to reconnect looks again this often
 # The poll loop wakes at most this often for polls that are not yet due: polls due within one step
@@ -53,67 +56,12 @@ AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to recon
 WAKE_STEP_SECONDS = 0.005
 GATEWAY_STAMP_SECONDS = 0.1
 PURGE_CHECK_SECONDS = 60.0
-SUCCESS_EVERY_SECONDS = health.SUCCESS_REFRESH.total_seconds()
-SUCCESS_EVERY_SECONDS_FAILING = health.SUCCESS_REFRESH_FAILING.total_seconds()
-
-
-def db[R](fn: Callable[..., R]) -> Callable[..., Any]:
-    """Run a synchronous database step off the event loop, on a live connection (tasksapp.connections)."""
-    return db_step(fn)
-
-
-@dataclass
-class WorkerStats:
-    polls: int = 0
-    pushes: int = 0
-    changes: int = 0
-    errors: int = 0
-    lags: deque[float] = field(default_factory=lambda: deque(maxlen=LAG_SAMPLES))  # the latest lags
-    since_beat: list[float] = field(default_factory=list)  # lags since the last heartbeat (for /metrics)
-
-    mirror_lags: list[float] = field(default_factory=list)  # server change -> commit, since the beat
-    push_lags: list[float] = field(default_factory=list)  # push received -> commit, since the beat
-    by_path: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PATHS, 0))  # since start
-
-    def record_change(self, path: str, *, server_lag: float | None, push_lag: float | None) -> None:
-        self.by_path[path] += 1
-        if server_lag is not None and len(self.mirror_lags) < LAG_SAMPLES:
-            self.mirror_lags.append(server_lag)
-        if push_lag is not None and len(self.push_lags) < LAG_SAMPLES:
-            self.push_lags.append(push_lag)
-
-    def take_mirror_ms(self) -> tuple[float, float, float] | None:
-        """(p50, p99, max) in ms of server change -> mirror commit since the last call, or None."""
-        window, self.mirror_lags = sorted(self.mirror_lags), []
-        if not window:
-            return None
-        return _rank(window, 0.5) * 1000, _rank(window, 0.99) * 1000, window[-1] * 1000
-
-    def take_push_ms(self) -> tuple[float, float] | None:
-        """(p50, p99) in ms of push received -> mirror commit since the last call, or None."""
-        window, self.push_lags = sorted(self.push_lags), []
-        if not window:
-            return None
-        return _rank(window, 0.5) * 1000, _rank(window, 0.99) * 1000
-
-    def record_lag(self, seconds: float) -> None:
-        self.lags.append(seconds)
-        if len(self.since_beat) < LAG_SAMPLES:
-            self.since_beat.append(seconds)
-
-    def take_lag_ms(self) -> tuple[float, float, float] | None:
-        """(p50, p99, max) in ms of the lags since the last call, or None if there were none."""
-        window, self.since_beat = sorted(self.since_beat), []
-        if not window:
-            return None
-        return _rank(window, 0.5) * 1000, _rank(window, 0.99) * 1000, window[-1] * 1000
-
-
-def _rank(ordered: list[float], share: float) -> float:
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 class Worker:
+    """One worker process's engine. Tests drive it a step at a time (refresh, poll_due, drain, beat);
+    `run` loops over those steps. To its listen streams it is a TaskBoard (engine.listener)."""
+
     def __init__(
         self,
         *,
@@ -128,13 +76,12 @@ class Worker:
         self.refresh_seconds = refresh_seconds
         # Beat well inside the lease window that others use to judge whether this worker is alive.
         self.heartbeat_seconds = heartbeat_seconds or store.heartbeat_seconds()
-        self.listen = listen
         self.tasks: dict[int, TrackedTask] = {}
-        self.servers: dict[int, ServerState] = {}
-        self.listeners: dict[int, ListenSupervisor] = {}
         self.stats = WorkerStats()
+        self.pool = ServerPool(
+            worker=self.name, board=self, stats=self.stats, listen=listen, transport_factory=transport_factory
+        )
         self.health = ScheduleHealth(threshold_ms=settings.MCP_WORKER_LAG_P99_MS)
-        self.transport_factory = transport_factory
         self._queue: list[tuple[float, int, int]] = []
         self._seq = itertools.count()
         self.max_in_flight = max_in_flight
@@ -163,7 +110,7 @@ class Worker:
 
     async def refresh(self) -> None:
         """Sync servers, renew leases now and then, claim new tasks, and drop what is gone."""
-        chores.sync_servers(self, await db(store.enabled_servers)(self.name))
+        self._follow_servers(self.pool.sync(await db(store.enabled_servers)(self.name)))
         span = settings.MCP_LEASE_SECONDS
         if not self._adopted:
             # A process restarted under the same --name takes over what its predecessor held at once.
@@ -187,7 +134,43 @@ class Worker:
             if len(new) < store.CLAIM_BATCH:
                 break
         self._database_ok()
-        chores.update_listeners(self)
+        self.pool.update_listeners()
+
+    def _follow_servers(self, changes: ServerChanges) -> None:
+        """What the servers' changes mean for the tasks on them."""
+        for pk in changes.dropped:
+            # Disabled or deleted: stop watching its tasks and give their leases back, so that they
+            # are claimed again at once if it is enabled again.
+            dropped = [t.pk for t in self.tasks.values() if t.server_id == pk]
+            for task_pk in dropped:
+                self.tasks.pop(task_pk)
+            if dropped:
+                self._spawn(self._release(dropped))
+        for pk in changes.renewed:
+            # The same tasks, asked through the new client at once (dropped, their leases stayed
+            # held and unrenewed, so nobody polled them until the leases lapsed).
+            for task in self.tasks.values():
+                if task.server_id == pk and not task.in_flight:
+                    self.schedule(task, 0.0)
+        for server, answered_at in changes.yielded:
+            tasks = [t for t in self.tasks.values() if t.server_id == server.server_id and not t.in_flight]
+            log.info(
+                "worker %s: %s answered another worker at %s, after this worker's back-off began; "
+                "retrying %d task(s) now",
+                self.name,
+                server.name,
+                answered_at.isoformat(timespec="seconds"),
+                len(tasks),
+            )
+            window = max(1.0, min(5.0, len(tasks) / 100))  # spread as a takeover is
+            for task in tasks:
+                self.schedule(task, random.uniform(0, window))
+
+    async def _release(self, ids: list[int]) -> None:
+        try:
+            await db(store.release)(self.name, ids)
+        except Exception as exc:  # the leases lapse by themselves; nothing is lost by waiting for that
+            log.warning("worker %s: could not give back %d leases (%s)", self.name, len(ids), exc)
 
     def _track_all(self, tasks: list[TrackedTask]) -> None:
         # Spread a large batch (a takeover, a restart) over up to 5 s rather than one burst of polls;
@@ -215,7 +198,7 @@ class Worker:
             task = self.tasks.get(pk)
             if task is None or task.due != due or task.in_flight:
                 continue
-            server = self.servers.get(task.server_id)
+            server = self.pool.get(task.server_id)
             if server is None:
                 continue
             if self._leases_lapsing(now, task):
@@ -248,7 +231,7 @@ class Worker:
             await asyncio.gather(*list(self._in_flight), return_exceptions=True)
 
     async def beat(self) -> None:
-        streams = sum(1 for listener in self.listeners.values() if listener.connected)
+        streams = self.pool.streams_connected()
         await self._on_beat_thread(store.heartbeat)(
             self.name,
             started=self._started,
@@ -267,8 +250,8 @@ class Worker:
                 self.name, behind_since=self.health.behind_since, note=self.health.note
             )
 
-    def _on_beat_thread[R](self, fn: Callable[..., R]) -> Callable[..., Coroutine[Any, Any, R]]:
-        step: Callable[..., Coroutine[Any, Any, R]] = SyncToAsync(
+    def _on_beat_thread[**P, R](self, fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+        step: Callable[P, Awaitable[R]] = SyncToAsync(
             resilient(fn), thread_sensitive=False, executor=self._beat_thread
         )
         return step
@@ -289,7 +272,7 @@ class Worker:
             await self.shutdown()
             return
         jobs = [
-            asyncio.create_task(chores.follow_nudges(self)),
+            asyncio.create_task(follow_nudges(self.name, self.nudged)),
             asyncio.create_task(self._housekeeping()),
             asyncio.create_task(self._beating()),
             asyncio.create_task(self._purging()),
@@ -329,7 +312,7 @@ class Worker:
                 if now >= next_refresh:
                     next_refresh = now + self.refresh_seconds
                     await self.refresh()
-                    chores.probe_idle_servers(self)
+                    self.pool.probe_idle()
             except CANNOT_WRITE as exc:  # a database restart: say so once a second, keep trying
                 log.warning("worker %s: database unreachable (%s); retrying", self.name, exc)
             except Exception:  # the loop boundary: a database hiccup must not stop the worker
@@ -395,13 +378,11 @@ class Worker:
         self._wake.set()
 
     async def shutdown(self) -> None:
-        for listener in self.listeners.values():
-            await listener.close()
+        await self.pool.close_listeners()
         for poll in list(self._in_flight):
             poll.cancel()
         await asyncio.gather(*self._in_flight, return_exceptions=True)
-        for server in self.servers.values():
-            await server.client.aclose()
+        await self.pool.close_clients()
         await self.flush_confirmed()
         await self.flush_polled()
         await db(store.release)(self.name)
@@ -412,7 +393,7 @@ class Worker:
     # --- tracking -------------------------------------------------------------------------
 
     def track(self, task: TrackedTask, window: float = 0.0) -> None:
-        server = self.servers.get(task.server_id)
+        server = self.pool.get(task.server_id)
         if server is None:
             return
         self.tasks[task.pk] = task
@@ -421,8 +402,14 @@ class Worker:
 
     def forget(self, pk: int) -> None:
         task = self.tasks.pop(pk, None)
-        if task is not None and (server := self.servers.get(task.server_id)):
+        if task is not None and (server := self.pool.get(task.server_id)):
             server.remote_to_pk.pop(task.remote_id, None)
+
+    def tracked(self, pk: int) -> TrackedTask | None:
+        return self.tasks.get(pk)
+
+    def count_push(self) -> None:
+        self.stats.pushes += 1
 
     def schedule(self, task: TrackedTask, delay: float) -> None:
         task.due = time.monotonic() + delay
@@ -438,9 +425,7 @@ class Worker:
         `received` (monotonic) is when a pushed snapshot arrived: push -> commit is measured from it."""
         await self.apply_many([(task, snapshot, received)], source)
 
-    async def apply_many(
-        self, items: list[tuple[TrackedTask, DetailedTask, float | None]], source: str
-    ) -> None:
+    async def apply_many(self, items: list[Pushed], source: str) -> None:
         """`apply` for several snapshots (of different tasks), written in one database step: the
         listener writes what arrived while the previous step ran together (one trip to the database
         thread, not one a change)."""
@@ -518,7 +503,7 @@ class Worker:
         try:
             snapshot = await server.client.get_task(task.remote_id)
         except ProtocolError as exc:
-            await self._server_ok(server)  # it answered: reachable, whatever it thinks of the task
+            await self.pool.record_answer(server)  # it answered: reachable, whatever it thinks of the task
             await self._task_failed(task, exc)
             return
         except TransportError as exc:
@@ -535,7 +520,7 @@ class Worker:
             await self._task_failed(task, exc)
             return
         self.stats.polls += 1
-        await self._server_ok(server)
+        await self.pool.record_answer(server)
         await self.apply(task, snapshot, "poll")
 
     def _database_failed(self, task: TrackedTask, exc: Exception) -> None:
@@ -564,27 +549,9 @@ class Worker:
         await db(_record_error)(task.pk, describe(exc))
         self.schedule(task, backoff_delay(task.errors))
 
-    async def _server_failed(
-        self, server: ServerState, exc: TransportError, task: TrackedTask | None = None
-    ) -> None:
-        self.stats.errors += 1
+    async def _server_failed(self, server: ServerState, exc: TransportError, task: TrackedTask) -> None:
         now = time.monotonic()
-        if not server.backing_off(now):
-            server.failures += 1
-            delay = backoff_delay(server.failures, exc.retry_after)
-            server.backoff_until = now + delay
-            log.warning("server %s failing (%s); backing off %.1f s", server.name, exc, delay)
-            server.failed_at = timezone.now()
-            until = server.failed_at + timedelta(seconds=delay)
-            await db(services.server_record_failure)(
-                server_id=server.server_id,
-                worker=self.name,
-                error=str(exc),
-                failures=server.failures,
-                backoff_until=until,
-            )
-        if task is None:
-            return
+        await self.pool.record_failure(server, exc)
         grace = settings.MCP_TTL_GRACE_MS / 1000
         if task.ttl_deadline is not None and time.time() > task.ttl_deadline + grace:
             await db(_expire)(task.pk, f"its TTL passed while {_what_went_wrong(exc)}")
@@ -592,22 +559,9 @@ class Worker:
             return
         self.schedule(task, server.backoff_until - now + random.uniform(0, 1))
 
-    async def _server_ok(self, server: ServerState) -> None:
-        """Record an answer: at once after failures, else now and then (more often while the server
-        fails for another worker, whose back-off yields to this fresh answer: engine.chores)."""
-        now = time.monotonic()
-        every = SUCCESS_EVERY_SECONDS_FAILING if server.others_failing else SUCCESS_EVERY_SECONDS
-        if server.failures or now - server.last_success_recorded > every:
-            if server.failures:
-                log.info("server %s recovered after %d failures", server.name, server.failures)
-            server.failures, server.backoff_until, server.last_success_recorded = 0, 0.0, now
-            await db(services.server_record_success)(
-                server_id=server.server_id, worker=self.name, now=timezone.now()
-            )
+    # --- beside the poll loop -------------------------------------------------------------
 
-    # --- background jobs (engine.chores) -------------------------------------------------
-
-    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         job = asyncio.create_task(coroutine)
         self._background.add(job)
         job.add_done_callback(self._background.discard)

@@ -19,7 +19,7 @@ from tasksapp import events
 from tasksapp.models import McpServer, RemoteTask, ServerHealth, WorkerHeartbeat
 
 # A healthy worker re-records its last answer this often, or every SUCCESS_REFRESH_FAILING while
-# the server fails for another worker (whose back-off ends at such a fresh answer: engine.chores).
+# the server fails for another worker (whose back-off ends at such a fresh answer: engine.servers).
 SUCCESS_REFRESH = timedelta(seconds=30)
 SUCCESS_REFRESH_FAILING = timedelta(seconds=5)
 HELD_PUBLISH_LIMIT = 500  # the newest tasks of one worker re-rendered when its view flips
