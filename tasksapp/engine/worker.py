@@ -139,32 +139,42 @@ class Worker:
     def _follow_servers(self, changes: ServerChanges) -> None:
         """What the servers' changes mean for the tasks on them."""
         for pk in changes.dropped:
-            # Disabled or deleted: stop watching its tasks and give their leases back, so that they
-            # are claimed again at once if it is enabled again.
-            dropped = [t.pk for t in self.tasks.values() if t.server_id == pk]
-            for task_pk in dropped:
-                self.tasks.pop(task_pk)
-            if dropped:
-                self._spawn(self._release(dropped))
+            self._drop_tasks_on(pk)
         for pk in changes.renewed:
             # The same tasks, asked through the new client at once (dropped, their leases stayed
             # held and unrenewed, so nobody polled them until the leases lapsed).
-            for task in self.tasks.values():
-                if task.server_id == pk and not task.in_flight:
-                    self.schedule(task, 0.0)
+            for task in self._idle_tasks_on(pk):
+                self.schedule(task, 0.0)
         for server, answered_at in changes.yielded:
-            tasks = [t for t in self.tasks.values() if t.server_id == server.server_id and not t.in_flight]
-            log.info(
-                "worker %s: %s answered another worker at %s, after this worker's back-off began; "
-                "retrying %d task(s) now",
-                self.name,
-                server.name,
-                answered_at.isoformat(timespec="seconds"),
-                len(tasks),
-            )
-            window = max(1.0, min(5.0, len(tasks) / 100))  # spread as a takeover is
-            for task in tasks:
-                self.schedule(task, random.uniform(0, window))
+            self._retry_after_yield(server, answered_at)
+
+    def _idle_tasks_on(self, server_id: int) -> list[TrackedTask]:
+        return [t for t in self.tasks.values() if t.server_id == server_id and not t.in_flight]
+
+    def _drop_tasks_on(self, server_id: int) -> None:
+        """The server was disabled or deleted: stop watching its tasks and give their leases back,
+        so that they are claimed again at once if it is enabled again."""
+        dropped = [t.pk for t in self.tasks.values() if t.server_id == server_id]
+        for pk in dropped:
+            self.tasks.pop(pk)
+        if dropped:
+            self._spawn(self._release(dropped))
+
+    def _retry_after_yield(self, server: ServerState, answered_at: datetime) -> None:
+        """The server's back-off ended at another worker's answer: its tasks are polled again,
+        spread as a takeover is."""
+        tasks = self._idle_tasks_on(server.server_id)
+        log.info(
+            "worker %s: %s answered another worker at %s, after this worker's back-off began; "
+            "retrying %d task(s) now",
+            self.name,
+            server.name,
+            answered_at.isoformat(timespec="seconds"),
+            len(tasks),
+        )
+        window = max(1.0, min(5.0, len(tasks) / 100))
+        for task in tasks:
+            self.schedule(task, random.uniform(0, window))
 
     async def _release(self, ids: list[int]) -> None:
         try:
