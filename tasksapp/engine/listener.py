@@ -57,7 +57,7 @@ class TaskBoard(Protocol):
         ...
 
     async def apply_many(self, items: list[Pushed], source: str) -> None:
-        """Write the snapshots (monotonic arrival time third) in one database step."""
+        """Write what moved of these (task, snapshot, monotonic arrival) items in one database step."""
         ...
 
 
