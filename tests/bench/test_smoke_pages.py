@@ -1,5 +1,6 @@
 """Smoke runs of the PostgreSQL page benchmarks at a tiny size: bench/pages.py (each page beside its
-own SQL replayed alone) and bench/export.py (the CSV export under Daphne beside a bare cursor).
+own SQL replayed alone), bench/export.py (the CSV export under Daphne beside a bare cursor) and
+bench/flower.py (the task list beside Flower's).
 Each finishes and prints its figures; none is timed."""
 
 import secrets
@@ -38,3 +39,16 @@ def test_export_prints_first_byte_total_and_memory_beside_the_bare_cursor() -> N
     assert [mode for mode, _ in rows] == ["product, operator", "product, viewer", "bare"]
     assert {lines for _, lines in rows} == {"201"}  # the header and every task, in each run
     figures(output, rf"^\| bare \| {NUMBER} \| {NUMBER} \| \*\*1.00x\*\* \|")
+
+
+def test_flower_prints_the_task_list_beside_flowers() -> None:
+    """Flower is installed in a venv of its own on first use (kept in ~/.cache)."""
+    output = run(
+        "flower.py", "--tasks", "120", "--rounds", "1", "--requests", "3", "--users", "3", "--seconds", "1",
+        timeout=600,
+    )  # fmt: skip
+    rows = figures(
+        output, rf"^\| (dashboard|Flower|Flower, datatable only) \| {NUMBER} \| \*\*{NUMBER}x\*\* \|"
+    )
+    assert [target for (target,) in rows] == ["dashboard", "Flower", "Flower, datatable only"]
+    figures(output, r"^Flower: 120 tasks in its state")
