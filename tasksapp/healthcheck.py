@@ -31,8 +31,7 @@ from django.utils import timezone
 
 from tasksapp.engine.store import heartbeat_seconds
 from tasksapp.metrics import live_heartbeats
-from tasksapp.models import WorkerHeartbeat
-from tasksapp.retention.models import Chore
+from tasksapp.models import Chore, WorkerHeartbeat
 
 CHANNEL_CHECK_SECONDS = 2.0
 RECENT_WORKERS = timedelta(hours=1)  # a worker silent for longer no longer fails the heartbeat check

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 from django.views.i18n import set_language
 
 from tasksapp import prefs
+from tasksapp.models import UserPreference
 
 
 def usable(code: str | None) -> str:
@@ -33,7 +34,7 @@ def for_scope(scope: dict[str, Any]) -> str:
     Runs in a database thread (the user's setting is a row)."""
     user: Any = scope.get("user")
     if getattr(user, "is_authenticated", False):
-        chosen = prefs.UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
+        chosen = UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
         code = usable(chosen.first())
         if code:
             return code

@@ -1,4 +1,5 @@
-"""Each person's display preferences: time zone, theme and language, and the middleware that applies them.
+"""Each person's display preferences: time zone, theme and language (the rows are
+tasksapp.models.UserPreference), and the middleware that applies them.
 
 The zone a page is rendered in is, in order: the zone the user chose on the preferences page, the
 browser's own zone (app.js reads it with Intl and keeps it in the `tz` cookie), settings.TIME_ZONE.
@@ -13,36 +14,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from django.conf import settings
-from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
+
+from tasksapp.models import UserPreference
 
 ZONE_COOKIE = "tz"
 _ATTRIBUTE = "_tasksapp_preference"
-
-
-class UserPreference(models.Model):
-    class Theme(models.TextChoices):
-        AUTO = "auto", _("Follow the system (light or dark)")
-        LIGHT = "light", _("Light")
-        DARK = "dark", _("Dark")
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference")
-    time_zone = models.CharField(
-        max_length=64, blank=True, default="", help_text="an IANA zone; empty: the browser's zone"
-    )
-    theme = models.CharField(max_length=5, choices=Theme.choices, default=Theme.AUTO)
-    language = models.CharField(
-        max_length=16, blank=True, default="", help_text="a LANGUAGES code; empty: from Accept-Language"
-    )
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        app_label = "tasksapp"
-
-    def __str__(self) -> str:
-        return f"preferences of {self.user_id}"
 
 
 @functools.cache

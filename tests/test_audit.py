@@ -80,7 +80,7 @@ def test_a_server_edit_records_every_change_with_secrets_masked(demo_registered:
 
 
 def test_notification_changes_and_retries_are_labelled_and_filterable() -> None:
-    from tasksapp.notify.models import NotificationOutbox
+    from tasksapp.models import NotificationOutbox
     from tasksapp.notify.send import outbox_retry
 
     ada = person("ada", "admin")

@@ -10,8 +10,7 @@ from aiohttp import web
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from tasksapp.models import InputRequest, RemoteTask
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
+from tasksapp.models import InputRequest, NotificationOutbox, NotificationPreference, RemoteTask
 from tasksapp.notify.scan import scan
 from tests.engine_helpers import run_worker_until
 from tests.mcpclient import hostile_server as hostile

@@ -22,7 +22,7 @@ from django.utils import translation
 
 from tasksapp import language, prefs, services
 from tasksapp.consumers import LiveConsumer
-from tasksapp.models import RemoteTask
+from tasksapp.models import RemoteTask, UserPreference
 from tasksapp.templatetags.ui_strings import STRINGS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -262,7 +262,7 @@ def test_the_users_setting_outranks_the_cookie_and_the_browser() -> None:
     assert language.for_scope({"user": user, "headers": [(b"accept-language", b"en")]}) == "zh-hans"
     # The footer's switch changes the setting too, or the setting would undo it on the next page.
     client.post(reverse("set_language"), {"language": "en", "next": audit})
-    assert prefs.UserPreference.objects.get(user=user).language == "en"
+    assert UserPreference.objects.get(user=user).language == "en"
     response = client.get(audit, headers=ZH)
     assert response["Content-Language"] == "en" and "<h1>Audit log</h1>" in response.content.decode()
     # No language chosen: the browser decides again.

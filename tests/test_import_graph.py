@@ -71,8 +71,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "models",
         (
             "tasksapp.models",
-            "tasksapp.notify.models",
-            "tasksapp.retention.models",
             "tasksapp.prefs",
             "tasksapp.sessions",
             "tasksapp.permissions",

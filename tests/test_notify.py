@@ -21,12 +21,17 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from tasksapp.models import McpServer, OperatorAction, RemoteTask
+from tasksapp.models import (
+    McpServer,
+    NotificationOutbox,
+    NotificationPreference,
+    OperatorAction,
+    RemoteTask,
+    UserPreference,
+)
 from tasksapp.notify import drainer
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.scan import scan
 from tasksapp.notify.send import drain_once
-from tasksapp.prefs import UserPreference
 from tests.test_inbox import FORM, asking
 from tests.test_perf_inbox import open_tasks
 

@@ -13,9 +13,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from tasksapp.models import McpServer
+from tasksapp.models import McpServer, NotificationOutbox, NotificationPreference
 from tasksapp.notify import drainer
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.scan import scan
 from tasksapp.notify.send import drain_once
 from tests.test_inbox import FORM, asking

@@ -7,8 +7,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from tasksapp.models import InputRequest, RemoteTask, TaskEvent
-from tasksapp.prefs import UserPreference
+from tasksapp.models import InputRequest, RemoteTask, TaskEvent, UserPreference
 from tests.opsdata import logged_in, person, server, task
 
 pytestmark = pytest.mark.django_db

@@ -16,17 +16,17 @@ from django.utils import timezone
 
 from tasksapp import counts, search, services
 from tasksapp.models import (
+    Chore,
     InputRequest,
     McpServer,
+    NotificationOutbox,
     OperatorAction,
     RemoteTask,
     TaskCount,
     TaskEvent,
     TaskHour,
 )
-from tasksapp.notify.models import NotificationOutbox
 from tasksapp.retention import chores, purge
-from tasksapp.retention.models import Chore
 from tasksapp.sessions import HashedSession
 from tests.engine_helpers import run_worker_until
 from tests.opsdata import logged_in, person, server, task

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
+from tasksapp.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.send import drain_once
 from tests.rawserver import dripper, honeypot
 

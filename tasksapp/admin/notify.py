@@ -8,7 +8,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp.admin.base import ReadOnlyAdmin
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
+from tasksapp.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.send import outbox_retry
 
 

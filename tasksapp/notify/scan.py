@@ -13,12 +13,18 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext_lazy
 
-from tasksapp.models import InputRequest, McpServer, TaskEvent
+from tasksapp.models import (
+    InputRequest,
+    McpServer,
+    NotificationOutbox,
+    NotificationPreference,
+    NotifyCursor,
+    TaskEvent,
+    UserPreference,
+)
 from tasksapp.notify.config import base_url
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference, NotifyCursor
 from tasksapp.notify.text import values_for
 from tasksapp.permissions import VIEW, can
-from tasksapp.prefs import UserPreference
 
 MARGIN = timedelta(seconds=5)  # rows committed a little late still fall in the next window
 LOOK_BACK = timedelta(minutes=10)  # the longest a stopped worker catches up on

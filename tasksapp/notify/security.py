@@ -13,11 +13,10 @@ from django.db.models import Q
 from django.utils import translation
 from django.utils.functional import Promise
 
+from tasksapp.models import NotificationOutbox, NotificationPreference, UserPreference
 from tasksapp.notify.config import base_url
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify.text import values_for
 from tasksapp.permissions import MANAGE_SERVERS, can
-from tasksapp.prefs import UserPreference
 
 EVENT = "security"
 

@@ -16,9 +16,9 @@ from django.utils import timezone
 
 from tasksapp import events
 from tasksapp.mcpclient.outbound import OutboundFailed
+from tasksapp.models import NotificationOutbox, NotificationPreference
 from tasksapp.notify import config
 from tasksapp.notify.mailer import send_email
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
 from tasksapp.services.audit import audit
 from tasksapp.services.outbound import webhook_client
 

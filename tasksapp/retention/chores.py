@@ -10,9 +10,8 @@ from django.db import connection
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from tasksapp.models import TaskCount
+from tasksapp.models import Chore, TaskCount
 from tasksapp.retention import purge
-from tasksapp.retention.models import Chore
 
 log = logging.getLogger(__name__)
 PURGE = "purge"

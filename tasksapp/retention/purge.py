@@ -23,8 +23,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from tasksapp.models import TERMINAL, InputRequest, OperatorAction, RemoteTask, TaskEvent
-from tasksapp.notify.models import NotificationOutbox
+from tasksapp.models import TERMINAL, InputRequest, NotificationOutbox, OperatorAction, RemoteTask, TaskEvent
 from tasksapp.sessions import HashedSession
 
 OnBatch = Callable[[], None] | None

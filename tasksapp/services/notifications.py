@@ -5,7 +5,7 @@ from typing import Any
 
 from django.db import transaction
 
-from tasksapp.notify.models import NotificationPreference
+from tasksapp.models import NotificationPreference
 from tasksapp.services.audit import audit
 
 MAX_TOOLS = 100

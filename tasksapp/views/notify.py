@@ -11,8 +11,7 @@ from django.shortcuts import redirect
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp.models import McpServer
-from tasksapp.notify.models import NotificationPreference
+from tasksapp.models import McpServer, NotificationPreference
 from tasksapp.permissions import VIEW, require
 from tasksapp.services.notifications import notification_preference_get, notification_preference_set
 from tasksapp.services.outbound import webhook_url_refusal

@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from tasksapp import prefs
+from tasksapp.models import UserPreference
 from tasksapp.views.common import page, safe_next
 
 
@@ -31,14 +32,14 @@ class PreferenceForm(forms.ModelForm):  # type: ignore[type-arg]
     language = forms.ChoiceField(label=gettext_lazy("Language"), required=False, choices=_language_choices)
 
     class Meta:
-        model = prefs.UserPreference
+        model = UserPreference
         fields = ["time_zone", "theme", "language"]
         labels = {"theme": gettext_lazy("Theme")}
         widgets = {"theme": forms.RadioSelect}
 
 
 def preferences(request: HttpRequest) -> HttpResponse:
-    current = prefs.preference_of(request) or prefs.UserPreference(user_id=int(request.user.pk or 0))
+    current = prefs.preference_of(request) or UserPreference(user_id=int(request.user.pk or 0))
     form = PreferenceForm(request.POST or None, instance=current)
     if request.method == "POST" and form.is_valid():
         prefs.remember(request, prefs.preference_set(user=request.user, **_fields(form.cleaned_data)))
@@ -57,7 +58,7 @@ def _fields(data: dict[str, Any]) -> dict[str, str]:
 def theme(request: HttpRequest) -> HttpResponse:
     """The header's light/dark button: a plain form POST; app.js sends it in the background (204)."""
     choice = request.POST.get("theme", "")
-    if choice not in prefs.UserPreference.Theme.values:
+    if choice not in UserPreference.Theme.values:
         return HttpResponse(_("Unknown theme."), status=400, content_type="text/plain")
     prefs.preference_set(user=request.user, theme=choice)
     if request.headers.get("HX-Request"):

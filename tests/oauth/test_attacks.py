@@ -21,8 +21,14 @@ from django.urls import reverse
 
 from tasksapp import services
 from tasksapp.mcpclient.oauth import IssuerChanged
-from tasksapp.models import McpServer, OperatorAction, RemoteTask, ServerAuthorization
-from tasksapp.notify.models import NotificationOutbox, NotificationPreference
+from tasksapp.models import (
+    McpServer,
+    NotificationOutbox,
+    NotificationPreference,
+    OperatorAction,
+    RemoteTask,
+    ServerAuthorization,
+)
 from tasksapp.services.oauth import grant_of
 from tests.engine_helpers import run_worker_until
 from tests.oauth.conftest import MACHINE, SECRET, add_protected, connect, control

@@ -1,4 +1,5 @@
-"""What each user wants to hear about, and the durable outbox of messages to send."""
+"""Notifications: what each person wants to hear about, the durable outbox of messages to send,
+and where the scan of changes got to."""
 
 from django.conf import settings
 from django.db import models
