@@ -24,7 +24,7 @@ from tasksapp.engine.tracking import ServerState, backoff_delay
 from tasksapp.mcpclient import McpClient, McpError, TransportError
 from tasksapp.services import health
 from tasksapp.services.oauth import worker_auth
-from tasksapp.services.remote import mcp_client
+from tasksapp.services.remote import client_for
 
 log = logging.getLogger(__name__)
 SUCCESS_EVERY_SECONDS = health.SUCCESS_REFRESH.total_seconds()
@@ -170,13 +170,10 @@ class ServerPool:
         self._spawn(_close_when_idle(state))
 
     def _client(self, row: store.ServerRow) -> McpClient:
-        return mcp_client(
-            url=row.url,
-            headers={"User-Agent": f"mcp-tasks-dashboard/0.1 worker/{self.worker}", **row.headers},
-            era=row.era,
-            read_timeout=row.read_timeout,
-            call_timeout=row.call_timeout,
-            auth=worker_auth(row.pk, row.url, row.oauth) if row.oauth else None,
+        return client_for(
+            row,
+            worker_auth(row.pk, row.url, row.oauth) if row.oauth else None,
+            user_agent=f"mcp-tasks-dashboard/0.1 worker/{self.worker}",
             transport=self._transport_factory() if self._transport_factory else None,
         )
 

@@ -39,8 +39,8 @@ class ServerRow:
     era: str
     listen_wanted: bool
     failing: bool
-    read_timeout: float
-    call_timeout: float
+    read_timeout_seconds: float
+    call_timeout_seconds: float
     oauth: ClientConfig | None = None  # the server's OAuth client settings
     others_success_at: datetime | None = None  # the newest answer another worker got from it
     others_failing: bool = False  # it fails for another worker
@@ -87,8 +87,8 @@ def enabled_servers(worker: str) -> dict[int, ServerRow]:
             failing=views[server.pk].failing,
             others_success_at=views[server.pk].others_success_at,
             others_failing=views[server.pk].others_failing,
-            read_timeout=server.read_timeout_seconds,
-            call_timeout=server.call_timeout_seconds,
+            read_timeout_seconds=server.read_timeout_seconds,
+            call_timeout_seconds=server.call_timeout_seconds,
             listen_wanted=server.era == "modern"
             and server.tasks_supported
             and server.listen_supported is not False,

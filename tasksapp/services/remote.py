@@ -2,6 +2,7 @@
 one exchange run from synchronous code."""
 
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import httpx
 from asgiref.sync import async_to_sync
@@ -16,38 +17,43 @@ from tasksapp.services.oauth import oauth_for, oauth_mark_needed
 DASHBOARD_INPUT_KINDS = InputKinds(elicitation_form=True, elicitation_url=True, sampling=True, roots=True)
 
 
-def mcp_client(
-    *,
-    url: str,
-    headers: dict[str, str],
-    era: str,
-    read_timeout: float,
-    call_timeout: float,
+class ServerSettings(Protocol):
+    """What a client is built from: a server's row (McpServer), or the worker's copy of it read
+    off the event loop (engine.store.ServerRow)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def headers(self) -> dict[str, str]: ...
+    @property
+    def era(self) -> str: ...
+    @property
+    def read_timeout_seconds(self) -> float: ...
+    @property
+    def call_timeout_seconds(self) -> float: ...
+
+
+def client_for(
+    server: ServerSettings,
     auth: "httpx.Auth | None" = None,
+    *,
+    user_agent: str | None = None,
     transport: "httpx.AsyncBaseTransport | None" = None,
 ) -> McpClient:
     """The one McpClient factory: a registered server's client, as the dashboard configures it
-    (the input kinds its people answer, the body cap, the address policy, the server's timeouts)."""
+    (the input kinds its people answer, the body cap, the address policy, the server's URL,
+    headers, era and timeouts). `user_agent` goes before the server's own headers, which win."""
+    headers = {"User-Agent": user_agent, **server.headers} if user_agent else server.headers
+    era = server.era
     return McpClient(
-        url,
+        server.url,
         headers=headers,
         input_kinds=DASHBOARD_INPUT_KINDS,
         max_body_bytes=settings.MCP_MAX_BODY_BYTES,
         era=era if era in ("modern", "legacy") else None,  # type: ignore[arg-type]
         transport=transport,
         block_private_addresses=settings.MCP_BLOCK_PRIVATE_ADDRESSES,
-        timeouts=server_timeouts(read=read_timeout, call=call_timeout),
-        auth=auth,
-    )
-
-
-def client_for(server: McpServer, auth: "httpx.Auth | None" = None) -> McpClient:
-    return mcp_client(
-        url=server.url,
-        headers=server.headers,
-        era=server.era,
-        read_timeout=server.read_timeout_seconds,
-        call_timeout=server.call_timeout_seconds,
+        timeouts=server_timeouts(read=server.read_timeout_seconds, call=server.call_timeout_seconds),
         auth=auth,
     )
 
