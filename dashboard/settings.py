@@ -50,22 +50,22 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "tasksapp.connections.RetryLostConnectionMiddleware",  # first: it may answer a page load again
+    "tasksapp.middleware.RetryLostConnectionMiddleware",  # first: it may answer a page load again
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # After sessions, before CommonMiddleware (Django's order); the language is chosen in
     # tasksapp/language.py: the user's setting, then the switch's cookie, then Accept-Language.
-    "tasksapp.language.LanguageMiddleware",
+    "tasksapp.middleware.LanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
-    "tasksapp.prefs.PreferenceMiddleware",  # the reader's time zone (docs/operator.md)
+    "tasksapp.middleware.TimeZoneMiddleware",  # the reader's time zone (docs/operator.md)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "tasksapp.middleware.SecurityMiddleware",
+    "tasksapp.middleware.NoStoreMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
 

@@ -8,8 +8,8 @@ connection died under it is run once more on a fresh connection. With the connec
 
 Page loads: the pool hands out only checked connections, but a connection can still die while a
 request is using it. A read-only request (GET, HEAD) that failed that way is answered once more
-on a new connection instead of with a 500 (RetryLostConnectionMiddleware); anything that writes is
-left to the person to repeat.
+on a new connection instead of with a 500 (tasksapp.middleware.RetryLostConnectionMiddleware);
+anything that writes is left to the person to repeat.
 """
 
 import asyncio
@@ -25,7 +25,7 @@ from channels.db import DatabaseSyncToAsync
 from django.core.signals import got_request_exception
 from django.db import InterfaceError, InternalError, OperationalError, connections
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 
 log = logging.getLogger(__name__)
 CONNECTION_LOST = (OperationalError, InterfaceError)
@@ -101,23 +101,6 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 SAFE_METHODS = ("GET", "HEAD")
-
-
-class RetryLostConnectionMiddleware:
-    """Outermost middleware: inner layers turn exceptions into 500 responses, so the cause is
-    noted on the request by the got_request_exception receiver below."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        lost = getattr(request, "_connection_lost", False)
-        if lost and request.method in SAFE_METHODS and not in_transaction():
-            request._connection_lost = False  # type: ignore[attr-defined]
-            drop_connections()
-            response = self.get_response(request)
-        return response
 
 
 @receiver(got_request_exception)

@@ -1,20 +1,16 @@
 """Which language a page is in: the user's setting, else the switch's cookie, else Accept-Language.
 
-Django's LocaleMiddleware reads the cookie and Accept-Language before the user is known (it must
-run before CommonMiddleware, and authentication runs later). The user's own setting (preferences
-page, tasksapp/prefs.py; empty means "follow the browser") is applied in `process_view`, which
-runs after every `process_request`, so the view, its messages and its template are all in it.
+Django's LocaleMiddleware reads the cookie and Accept-Language; tasksapp.middleware.LanguageMiddleware
+then applies the user's own setting (preferences page, tasksapp/prefs.py; empty means "follow the
+browser"). Here: the rules themselves, the live layer's language, and the switch's view.
 docs/operator.md "Language".
 """
 
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
-from django.middleware.locale import LocaleMiddleware
-from django.utils import translation
 from django.utils.translation.trans_real import get_supported_language_variant, parse_accept_lang_header
 from django.views.decorators.http import require_POST
 from django.views.i18n import set_language
@@ -48,18 +44,6 @@ def for_scope(scope: dict[str, Any]) -> str:
         except LookupError:
             continue
     return str(settings.LANGUAGE_CODE)
-
-
-class LanguageMiddleware(LocaleMiddleware):
-    def process_view(
-        self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
-    ) -> HttpResponse | None:
-        preference = prefs.preference_of(request)
-        code = usable(preference.language if preference is not None else "")
-        if code and code != translation.get_language():
-            translation.activate(code)
-            request.LANGUAGE_CODE = code
-        return None
 
 
 @login_not_required

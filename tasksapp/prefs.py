@@ -1,5 +1,5 @@
 """Each person's display preferences: time zone, theme and language (the rows are
-tasksapp.models.UserPreference), and the middleware that applies them.
+tasksapp.models.UserPreference); tasksapp.middleware.TimeZoneMiddleware applies the zone.
 
 The zone a page is rendered in is, in order: the zone the user chose on the preferences page, the
 browser's own zone (app.js reads it with Intl and keeps it in the `tz` cookie), settings.TIME_ZONE.
@@ -9,13 +9,11 @@ for the i18n layer to use ("" = from Accept-Language).
 
 import functools
 import zoneinfo
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
+from django.http import HttpRequest
 
 from tasksapp.models import UserPreference
 
@@ -79,18 +77,6 @@ def zone_for_scope(scope: dict[str, Any]) -> str:
         preference = UserPreference.objects.filter(user_id=user.pk).first()  # type: ignore[union-attr]
     cookie = unquote(scope.get("cookies", {}).get(ZONE_COOKIE, ""))
     return zone_for(preference, cookie)[0]
-
-
-class PreferenceMiddleware:
-    """Renders every page in the reader's time zone (after AuthenticationMiddleware)."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        zone, _source = zone_for(preference_of(request), request.COOKIES.get(ZONE_COOKIE))
-        with timezone.override(zoneinfo.ZoneInfo(zone)):
-            return self.get_response(request)
 
 
 def context(request: HttpRequest) -> dict[str, Any]:
