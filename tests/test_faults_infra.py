@@ -346,9 +346,18 @@ def test_500_sockets_closing_at_once_all_leave_their_groups(stack: Stack, proces
 
     async def drill() -> float:
         crowd = await open_sockets(stack.base, headers, "tasks", SOCKETS)
-        assert in_session_groups(stack.redis) == alone + SOCKETS
-        assert group_size(stack.redis, "tasks") == 1  # one Daphne: one member, not one a socket
-        await asyncio.gather(*(socket.close() for socket in crowd))  # all at once
+        try:
+            # A handshake Daphne dropped and open_sockets tried again had joined its groups already:
+            # that channel leaves once Daphne has told its consumer (CI11: 519 of 501 at first).
+            joined = time.monotonic()
+            while in_session_groups(stack.redis) != alone + SOCKETS:
+                assert time.monotonic() - joined < 15, (
+                    f"{in_session_groups(stack.redis)} channels in session groups, not {alone + SOCKETS}"
+                )
+                await asyncio.sleep(0.1)
+            assert group_size(stack.redis, "tasks") == 1  # one Daphne: one member, not one a socket
+        finally:  # never left open for the drills after this one
+            await asyncio.gather(*(socket.close() for socket in crowd))  # all at once
         closed = time.monotonic()
         while in_session_groups(stack.redis) > alone:  # Bound: every channel leaves within 15 s
             assert time.monotonic() - closed < 15, (
@@ -454,7 +463,8 @@ def test_redis_dropped_and_back_pages_reconnect_and_nudges_resume(stack: Stack, 
     for name, log in drill_logs(stack, processes).items():
         during = log[logged[name] :]
         on_redis = [line for line in during.splitlines() if REDIS_LINE.search(line)]
-        shown = "\n".join(on_redis[:20]) + f"\n...\n{during[-3000:]}"
+        first = during.find("Traceback")  # the first traceback itself, where there is one
+        shown = "\n".join(on_redis[:20]) + f"\n...\n{during[max(first, 0) - 300 :][:3000]}"
         counts[name] = (len(on_redis), during.count("Traceback"), "Redis answers again" in during, shown)
         print(f"{name}: {len(on_redis)} lines on Redis, {during.count('Traceback')} tracebacks")
     for name, (lines, tracebacks, back, shown) in counts.items():
