@@ -294,13 +294,13 @@ def tracked_bytes(worker: Any) -> int:
         seen.add(id(obj))
         return sys.getsizeof(obj)
 
-    total = size(worker.tasks) + size(worker._queue)
+    total = size(worker.tasks) + size(worker.queue.entries)
     for pk, task in worker.tasks.items():
         total += size(pk) + size(task) + size(task.remote_id) + size(task.due) + size(task.ttl_deadline)
         total += size(task.poll_interval_ms)
         if task.fingerprint is not None:
             total += size(task.fingerprint) + sum(size(part) for part in task.fingerprint)
-    for entry in worker._queue:
+    for entry in worker.queue.entries:
         total += size(entry) + sum(size(part) for part in entry)
     for server in worker.pool.servers.values():
         total += size(server.remote_to_pk)
@@ -466,24 +466,14 @@ class Pause:
 
     async def __aenter__(self) -> None:
         self.worker.max_in_flight = 0
-        while self.worker._in_flight:  # noqa: ASYNC110 -- the worker's own set; no event to wait on
+        while self.worker.polls_in_flight:  # noqa: ASYNC110 -- the worker's own set; no event to wait on
             await asyncio.sleep(0.002)
-        self._shift(FAR)
+        self.worker.shift_schedule(FAR)
         self.worker.max_in_flight = self.limit
         self.since = time.monotonic()
 
     async def __aexit__(self, *exc: object) -> None:
-        self._shift(time.monotonic() - self.since - FAR)
-        self.worker._wake.set()
-
-    def _shift(self, seconds: float) -> None:
-        import heapq
-
-        worker = self.worker
-        worker._queue = [(due + seconds, seq, pk) for due, seq, pk in worker._queue]
-        heapq.heapify(worker._queue)
-        for task in worker.tasks.values():
-            task.due += seconds
+        self.worker.shift_schedule(time.monotonic() - self.since - FAR)
 
 
 def _cpu() -> tuple[float, float]:

@@ -5,57 +5,37 @@ which hands each listen stream this worker as its TaskBoard (engine.listener).
 """
 
 import asyncio
-import contextlib
-import heapq
-import itertools
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Any
 
-from asgiref.sync import SyncToAsync
 from django.conf import settings
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.connections import CANNOT_WRITE, resilient
-from tasksapp.engine import store
+from tasksapp.connections import CANNOT_WRITE
+from tasksapp.engine import loops, snapshots, store
+from tasksapp.engine.confirmations import Confirmations
 from tasksapp.engine.health import ScheduleHealth
+from tasksapp.engine.heartbeat import Heartbeat
 from tasksapp.engine.listener import Pushed
 from tasksapp.engine.nudges import follow_nudges
+from tasksapp.engine.pollqueue import PollQueue
 from tasksapp.engine.servers import ServerChanges, ServerPool
 from tasksapp.engine.stats import WorkerStats
 from tasksapp.engine.store import db
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
-from tasksapp.mcpclient import (
-    DetailedTask,
-    InvalidResponse,
-    McpError,
-    ProtocolError,
-    TransportError,
-)
+from tasksapp.mcpclient import DetailedTask, McpError, ProtocolError, TransportError
 from tasksapp.mcpclient.oauth import AuthorizationRequired
-from tasksapp.models import RemoteTask
-from tasksapp.retention import chores as retention_chores
 from tasksapp.services.errors import describe
 from tasksapp.services.tasks import snapshot_fingerprint
 
 log = logging.getLogger(__name__)
-# A server change older than this at commit, or newer by more than the tolerance, says the server's
-# clock is off (or the change is a catch-up after an outage): it is left out of the mirror lag.
-MIRROR_LAG_MAX_SECONDS = 600.0
-CLOCK_TOLERANCE_SECONDS = 1.0
 DB_BACKOFF_MAX_SECONDS = 5.0
 AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to reconnect looks again this often
-# The poll loop wakes at most this often for polls that are not yet due: polls due within one step
-# start together (a loop turn per due time cost a few microseconds a poll at 10,000 tasks, for lag
-# of a fraction of a millisecond). A wake-up (a nudge, a task due at once) is never delayed by it.
-WAKE_STEP_SECONDS = 0.005
-GATEWAY_STAMP_SECONDS = 0.1
-PURGE_CHECK_SECONDS = 60.0
 
 
 class Worker:
@@ -82,14 +62,12 @@ class Worker:
             worker=self.name, board=self, stats=self.stats, listen=listen, transport_factory=transport_factory
         )
         self.health = ScheduleHealth(threshold_ms=settings.MCP_WORKER_LAG_P99_MS)
-        self._queue: list[tuple[float, int, int]] = []
-        self._seq = itertools.count()
+        self.queue = PollQueue()
         self.max_in_flight = max_in_flight
         self._in_flight: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[Any]] = set()
-        self._wake = asyncio.Event()
         self._stop = asyncio.Event()
-        self._started: datetime = timezone.now()
+        self._heartbeat = Heartbeat(self.name)
         self._next_renew = 0.0
         # Until when (monotonic) every lease this worker holds is surely its own: measured from before
         # the claim or renewal that set it, so the database's lease_until is never earlier. Past it,
@@ -98,13 +76,7 @@ class Worker:
         self._adopted = False
         self._db_failures = 0
         self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
-        # Polled or pushed since the last heartbeat: when the server last vouched for each task.
-        self._confirmed: dict[int, datetime] = {}
-        self._polled: dict[int, datetime] = {}  # gateway tasks confirmed since the last stamp: when
-        # The heartbeat has a database thread (and connection) of its own: on the shared one it
-        # queued behind every poll's step, and after a database outage under load the backlog held
-        # it past the lease, so /healthz and the overview said "workers alive: 0" for a few seconds.
-        self._beat_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="heartbeat")
+        self.confirmations = Confirmations(self.name)
 
     # --- the steps ------------------------------------------------------------------------
 
@@ -203,8 +175,8 @@ class Worker:
         """Start a poll for every task whose time has come; returns how many were started."""
         now = time.monotonic()
         started = 0
-        while self._queue and self._queue[0][0] <= now and len(self._in_flight) < self.max_in_flight:
-            due, _, pk = heapq.heappop(self._queue)
+        while len(self._in_flight) < self.max_in_flight and (entry := self.queue.pop_due(now)):
+            due, pk = entry
             task = self.tasks.get(pk)
             if task is None or task.due != due or task.in_flight:
                 continue
@@ -231,7 +203,7 @@ class Worker:
         if now <= self._leases_until - settings.MCP_LEASE_SECONDS / 5:
             return False
         self._next_renew = 0.0
-        self._wake.set()
+        self.queue.wake()
         self.schedule(task, 0.5)
         return True
 
@@ -242,29 +214,22 @@ class Worker:
 
     async def beat(self) -> None:
         streams = self.pool.streams_connected()
-        await self._on_beat_thread(store.heartbeat)(
-            self.name,
-            started=self._started,
-            held=len(self.tasks),
-            polls=self.stats.polls,
-            pushes=self.stats.pushes,
-            streams=streams,
-            errors=self.stats.errors,
-            lag_ms=self.stats.take_lag_ms(),
-            mirror_ms=self.stats.take_mirror_ms(),
-            push_ms=self.stats.take_push_ms(),
-            by_path=dict(self.stats.by_path),
+        await self._heartbeat.beat(
+            held=len(self.tasks), streams=streams, stats=self.stats, health=self.health
         )
-        if self.health.verdict(self.name, timezone.now()):
-            await self._on_beat_thread(store.heartbeat_health)(
-                self.name, behind_since=self.health.behind_since, note=self.health.note
-            )
 
-    def _on_beat_thread[**P, R](self, fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-        step: Callable[P, Awaitable[R]] = SyncToAsync(
-            resilient(fn), thread_sensitive=False, executor=self._beat_thread
-        )
-        return step
+    def probe_idle(self) -> None:
+        self.pool.probe_idle()
+
+    @property
+    def polls_in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def shift_schedule(self, seconds: float) -> None:
+        """Move every due time on by `seconds`, keeping the order, and wake the poll loop (a pause
+        that resumes at the worker's own pace: bench/worker.py)."""
+        self.queue.shift(seconds, self.tasks.values())
+        self.queue.wake()
 
     async def run(self, *, duration: float | None = None, once: bool = False) -> None:
         deadline = time.monotonic() + duration if duration is not None else None
@@ -283,109 +248,24 @@ class Worker:
             return
         jobs = [
             asyncio.create_task(follow_nudges(self.name, self.nudged)),
-            asyncio.create_task(self._housekeeping()),
-            asyncio.create_task(self._beating()),
-            asyncio.create_task(self._purging()),
-            asyncio.create_task(self._stamp_gateway_tasks()),
+            asyncio.create_task(loops.housekeeping(self)),
+            asyncio.create_task(loops.beating(self)),
+            asyncio.create_task(loops.purging(self.name)),
+            asyncio.create_task(loops.stamping_gateway_tasks(self)),
         ]
         try:
             while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 await self.poll_due()
-                now = time.monotonic()
-                wake_at = max(self._queue[0][0], now + WAKE_STEP_SECONDS) if self._queue else now + 1
-                if deadline is not None:
-                    wake_at = min(wake_at, deadline)
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), max(0.0, wake_at - time.monotonic()))
+                await self.queue.sleep(deadline)
         finally:
             for job in jobs:
                 job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
             await self.shutdown()
 
-    async def _housekeeping(self) -> None:
-        """Leases, stuck answers and probes, beside the poll loop: a slow database statement
-        (renewing 10,000 leases) must never hold back a poll that is due."""
-        next_beat = next_refresh = 0.0
-        while True:
-            now = time.monotonic()
-            try:
-                if now >= next_beat:
-                    next_beat = now + self.heartbeat_seconds
-                    await self.flush_confirmed()
-                    await db(services.input_resend_stuck)(older_than_seconds=60)
-                    await db(services.pending_calls_expire)()
-                    await db(services.input_prune_gone)(
-                        older_than_seconds=settings.MCP_INPUT_GONE_KEEP_SECONDS
-                    )
-                if now >= next_refresh:
-                    next_refresh = now + self.refresh_seconds
-                    await self.refresh()
-                    self.pool.probe_idle()
-            except CANNOT_WRITE as exc:  # a database restart: say so once a second, keep trying
-                log.warning("worker %s: database unreachable (%s); retrying", self.name, exc)
-            except Exception:  # the loop boundary: a database hiccup must not stop the worker
-                log.exception("worker %s: housekeeping failed; retrying", self.name)
-            await asyncio.sleep(max(0.05, min(next_beat, next_refresh) - time.monotonic()))
-
-    async def _beating(self) -> None:
-        """A heartbeat every heartbeat_seconds, apart from housekeeping (whose steps wait for the
-        shared database thread); one that failed (the database away) is tried again within a
-        second, so the first write that works says the worker is alive."""
-        while True:
-            pause = self.heartbeat_seconds
-            try:
-                await self.beat()
-            except CANNOT_WRITE as exc:
-                log.warning("worker %s: could not write its heartbeat (%s); retrying", self.name, exc)
-                pause = min(1.0, pause)
-            except Exception:  # the loop boundary: the beat must outlive any one failure
-                log.exception("worker %s: heartbeat failed; retrying", self.name)
-                pause = min(1.0, pause)
-            await asyncio.sleep(pause)
-
-    async def _purging(self) -> None:
-        """The daily purge (tasksapp.retention), asked for every minute: the worker that claims its
-        Chore row runs it, on a thread of its own in short batches, so polls carry on meanwhile."""
-        step = SyncToAsync(resilient(retention_chores.purge_if_due), thread_sensitive=False)
-        while True:
-            try:
-                await step(self.name)
-            except CANNOT_WRITE as exc:
-                log.warning("worker %s: purge could not run (%s); trying again later", self.name, exc)
-            except Exception:  # the loop boundary: a failed purge must not stop the worker
-                log.exception("worker %s: purge failed; trying again later", self.name)
-            await asyncio.sleep(PURGE_CHECK_SECONDS)
-
-    async def _stamp_gateway_tasks(self) -> None:
-        """Every tenth of a second: when the server last confirmed the gateway tasks polled since."""
-        while True:
-            await asyncio.sleep(GATEWAY_STAMP_SECONDS)
-            await self.flush_polled()
-
-    async def flush_polled(self) -> None:
-        polled, self._polled = self._polled, {}
-        if polled:
-            try:
-                await db(store.stamp_polled)(polled)
-            except CANNOT_WRITE as exc:
-                log.warning("worker %s: could not stamp gateway tasks (%s)", self.name, exc)
-
-    async def flush_confirmed(self) -> None:
-        """Write when the tasks polled or pushed since the last flush were last confirmed: the time
-        of the server's answer (to the second), not of the flush."""
-        confirmed, self._confirmed = self._confirmed, {}
-        if confirmed:
-            try:
-                await db(store.confirm)(confirmed)
-            except BaseException:
-                self._confirmed = confirmed | self._confirmed  # try again at the next beat
-                raise
-
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
+        self.queue.wake()
 
     async def shutdown(self) -> None:
         await self.pool.close_listeners()
@@ -393,12 +273,11 @@ class Worker:
             poll.cancel()
         await asyncio.gather(*self._in_flight, return_exceptions=True)
         await self.pool.close_clients()
-        await self.flush_confirmed()
-        await self.flush_polled()
+        await self.confirmations.flush_confirmed()
+        await self.confirmations.flush_polled()
         await db(store.release)(self.name)
         await db(store.heartbeat_stop)(self.name)
-        await self._on_beat_thread(_close_connections)()
-        self._beat_thread.shutdown(wait=False)
+        await self._heartbeat.close()
 
     # --- tracking -------------------------------------------------------------------------
 
@@ -422,11 +301,7 @@ class Worker:
         self.stats.pushes += 1
 
     def schedule(self, task: TrackedTask, delay: float) -> None:
-        task.due = time.monotonic() + delay
-        sooner = not self._queue or task.due < self._queue[0][0]
-        heapq.heappush(self._queue, (task.due, next(self._seq), task.pk))
-        if sooner:
-            self._wake.set()  # the loop sleeps until the earliest due time it knew of
+        self.queue.push(task, delay)
 
     async def apply(
         self, task: TrackedTask, snapshot: DetailedTask, source: str, received: float | None = None
@@ -441,7 +316,7 @@ class Worker:
         thread, not one a change)."""
         moved = [(t, snap, recv) for t, snap, recv in items if snapshot_fingerprint(snap) != t.fingerprint]
         if moved:
-            results = await db(_apply_snapshots)([(t.pk, snap) for t, snap, _ in moved], source)
+            results = await db(snapshots.apply_snapshots)([(t.pk, snap) for t, snap, _ in moved], source)
             committed = time.monotonic()
             for (task, snapshot, received), changed in zip(moved, results, strict=True):
                 path = "push" if source == "push" else "safety_net" if task.pushed else "poll"
@@ -449,17 +324,17 @@ class Worker:
                 self.stats.changes += int(changed)
                 if changed:
                     push_lag = committed - received if received is not None else None
-                    self.stats.record_change(path, server_lag=_server_lag(snapshot), push_lag=push_lag)
+                    self.stats.record_change(
+                        path, server_lag=snapshots.server_lag(snapshot), push_lag=push_lag
+                    )
                 if snapshot.ttl_ms is not None and snapshot.created_at:
-                    task.ttl_deadline = _deadline(snapshot)
+                    task.ttl_deadline = snapshots.ttl_deadline(snapshot)
         answered = timezone.now()
         ended: list[int] = []
         for task, snapshot, _ in items:
             task.poll_interval_ms = snapshot.poll_interval_ms
             task.errors = 0
-            self._confirmed[task.pk] = answered
-            if task.gateway:
-                self._polled[task.pk] = answered
+            self.confirmations.note(task, answered)
             if snapshot.is_terminal:
                 self.forget(task.pk)
                 ended.append(task.pk)
@@ -506,7 +381,7 @@ class Worker:
                 if self.tasks.get(task.pk) is task:
                     self.schedule(task, 0.0)
             if len(self._in_flight) >= self.max_in_flight:
-                self._wake.set()  # a slot frees up for polls that are already due
+                self.queue.wake()  # a slot frees up for polls that are already due
 
     async def _poll_once(self, task: TrackedTask, server: ServerState) -> None:
         """One tasks/get and what follows from it; every outcome reschedules or forgets the task."""
@@ -552,11 +427,11 @@ class Worker:
     async def _task_failed(self, task: TrackedTask, exc: McpError) -> None:
         self.stats.errors += 1
         if isinstance(exc, ProtocolError) and exc.is_not_found:
-            await db(_expire)(task.pk, "the server no longer knows this task (-32602)")
+            await db(snapshots.expire)(task.pk, "the server no longer knows this task (-32602)")
             self.forget(task.pk)
             return
         task.errors += 1
-        await db(_record_error)(task.pk, describe(exc))
+        await db(snapshots.record_error)(task.pk, describe(exc))
         self.schedule(task, backoff_delay(task.errors))
 
     async def _server_failed(self, server: ServerState, exc: TransportError, task: TrackedTask) -> None:
@@ -564,7 +439,7 @@ class Worker:
         await self.pool.record_failure(server, exc)
         grace = settings.MCP_TTL_GRACE_MS / 1000
         if task.ttl_deadline is not None and time.time() > task.ttl_deadline + grace:
-            await db(_expire)(task.pk, f"its TTL passed while {_what_went_wrong(exc)}")
+            await db(snapshots.expire)(task.pk, f"its TTL passed while {snapshots.what_went_wrong(exc)}")
             self.forget(task.pk)
             return
         self.schedule(task, server.backoff_until - now + random.uniform(0, 1))
@@ -585,61 +460,4 @@ class Worker:
             self.schedule(task, 0.0)
         else:
             self._next_renew = 0.0
-            self._wake.set()
-
-
-def _close_connections() -> None:
-    from django.db import connections
-
-    connections.close_all()
-
-
-def _apply_snapshots(items: list[tuple[int, DetailedTask]], source: str) -> list[bool]:
-    # The service re-reads the row under a lock; an unsaved instance carrying the pk is enough.
-    # Each snapshot is its own transaction, as when they were written one step each.
-    return [
-        services.task_apply_snapshot(task=RemoteTask(pk=pk), snapshot=snapshot, source=source)
-        for pk, snapshot in items
-    ]
-
-
-def _expire(pk: int, reason: str) -> None:
-    services.task_mark_expired(task=RemoteTask(pk=pk), reason=reason)
-
-
-def _record_error(pk: int, error: str) -> None:
-    services.task_record_error(task=RemoteTask(pk=pk), error=error)
-
-
-def _server_lag(snapshot: DetailedTask) -> float | None:
-    """Seconds from the server's change (its lastUpdatedAt) to now, the mirror commit; None when the
-    server's clock cannot be trusted for it (ahead of ours beyond the tolerance, or absurdly old)."""
-    try:
-        changed = datetime.fromisoformat(snapshot.last_updated_at)
-    except (TypeError, ValueError):
-        return None
-    if changed.tzinfo is None:
-        changed = changed.replace(tzinfo=UTC)
-    lag = time.time() - changed.timestamp()
-    if lag < -CLOCK_TOLERANCE_SECONDS or lag > MIRROR_LAG_MAX_SECONDS:
-        return None
-    return max(lag, 0.0)
-
-
-def _deadline(snapshot: DetailedTask) -> float | None:
-    try:
-        created = datetime.fromisoformat(snapshot.created_at)
-    except ValueError:
-        return None
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=UTC)
-    return created.timestamp() + (snapshot.ttl_ms or 0) / 1000
-
-
-def _what_went_wrong(exc: TransportError) -> str:
-    """What a person reads in the expiry note: unreachable only when it was."""
-    if isinstance(exc, InvalidResponse):
-        return f"the server answered wrongly ({exc})"
-    if exc.status is not None:
-        return f"the server answered HTTP {exc.status} ({exc})"
-    return f"the server was unreachable ({exc})"
+            self.queue.wake()
