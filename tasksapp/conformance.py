@@ -251,7 +251,7 @@ class _DashboardOperator:
     def _get(self) -> Operator:
         if self._operator is None:
             # Imported here: the auth/* scenarios run without Django.
-            from tasksapp.scripted_operator import ScriptedOperator
+            from tasksapp.schemaforms.operator import ScriptedOperator
 
             self._operator = ScriptedOperator()
         operator: Operator = self._operator

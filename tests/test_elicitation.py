@@ -14,7 +14,7 @@ from tasksapp.demoserver.tools.schemas import (
     NAME_FORM,
     SAMPLING_REQUEST,
 )
-from tasksapp.elicitation import (
+from tasksapp.schemaforms.elicitation import (
     elicitation_form,
     looks_like_secret,
     roots_result,

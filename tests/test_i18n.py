@@ -307,7 +307,7 @@ def test_the_scripts_words_come_translated_in_a_json_block_the_csp_does_not_run(
 
 
 def test_form_placeholders_workers_and_who_started_a_task_are_chinese(task: RemoteTask) -> None:
-    from tasksapp.schemafields import schema_field
+    from tasksapp.schemaforms.fields import schema_field
 
     with translation.override("zh-hans"):
         choice = schema_field("plan", {"type": "string", "enum": ["a", "b"]}, required=True)

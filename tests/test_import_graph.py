@@ -79,13 +79,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     (
         "schema-driven forms",
-        (
-            "tasksapp.scripted_operator",
-            "tasksapp.toolforms",
-            "tasksapp.elicitation",
-            "tasksapp.schemafields",
-            "tasksapp.schemacheck",
-        ),
+        ("tasksapp.schemaforms",),
     ),
     (
         "foundations: protocol library, reference server, single-idea helpers",

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tasksapp.elicitation import elicitation_form
-from tasksapp.schemacheck import SchemaUncheckable, schema_issues
-from tasksapp.toolforms import ToolJsonForm, tool_form
+from tasksapp.schemaforms.check import SchemaUncheckable, schema_issues
+from tasksapp.schemaforms.elicitation import elicitation_form
+from tasksapp.schemaforms.tools import ToolJsonForm, tool_form
 
 EVIL = "^(a+)+$"
 KEY = "a" * 40 + "!"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tasksapp.demoserver.tools import TOOLS, TOOLS_BY_NAME
-from tasksapp.toolforms import NOT_SHOWN_AS_FIELDS, ToolFieldsForm, ToolJsonForm, tool_form
+from tasksapp.schemaforms.tools import NOT_SHOWN_AS_FIELDS, ToolFieldsForm, ToolJsonForm, tool_form
 from tests.test_elicitation import browser_submit
 
 FLAT: dict[str, Any] = {

@@ -12,9 +12,9 @@ from urllib.parse import urlsplit
 
 from django.utils.translation import gettext as _
 
-from tasksapp import elicitation
 from tasksapp.models import InputRequest, RemoteTask
 from tasksapp.permissions import roles_of
+from tasksapp.schemaforms import elicitation
 
 MAX_TEXT = 100_000
 MAX_INLINE_MEDIA = 2 * 1024 * 1024

@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from tasksapp import elicitation, services
+from tasksapp import services
 from tasksapp.models import InputRequest, McpServer, PendingCall
 from tasksapp.permissions import ANSWER, START, VIEW, require
 from tasksapp.presenters.inbox import (
@@ -31,6 +31,7 @@ from tasksapp.presenters.inbox import (
 )
 from tasksapp.presenters.task import InputView, content_blocks, input_view, pretty
 from tasksapp.queryparams import bad_ids
+from tasksapp.schemaforms import elicitation
 from tasksapp.views.common import page, safe_next
 
 # Tasks per inbox page, each with its open requests as answerable forms: rendering the forms is

@@ -17,11 +17,12 @@ from django.shortcuts import redirect
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from tasksapp import elicitation, services
+from tasksapp import services
 from tasksapp.models import InputRequest
 from tasksapp.permissions import ANSWER, require
 from tasksapp.presenters.inbox import _LARGE, FORM_MODE, _open
 from tasksapp.queryparams import parse_id
+from tasksapp.schemaforms import elicitation
 from tasksapp.views.common import page, safe_next
 
 BULK_LIMIT = 100

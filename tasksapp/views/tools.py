@@ -5,11 +5,12 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 
-from tasksapp import services, toolforms
+from tasksapp import services
 from tasksapp.models import McpServer, RemoteTask
 from tasksapp.permissions import START, require
 from tasksapp.presenters.task import content_blocks, pretty
 from tasksapp.queryparams import parse_id
+from tasksapp.schemaforms.tools import tool_form
 from tasksapp.views.common import page
 
 
@@ -28,7 +29,7 @@ def tool_run(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     if again := request.GET.get("again", ""):
         previous = RemoteTask.objects.filter(pk=parse_id(again) or 0, server=server).first()
         initial = previous.arguments if previous else None
-    form = toolforms.tool_form(
+    form = tool_form(
         schema, data=request.POST if request.method == "POST" else None, initial_arguments=initial
     )
     context: dict[str, Any] = {"server": server, "tool": tool, "form": form}

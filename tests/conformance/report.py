@@ -40,7 +40,7 @@ the tests run exactly that set, one pytest test per scenario (marker `conformanc
 - **client**: every scenario drives `python -m tasksapp.conformance URL` (the suite
   appends the URL and sets `MCP_CONFORMANCE_SCENARIO`). It plays each scenario with the
   library's public API; what a server asks (an elicitation, an MRTR round) and what a tool needs
-  (its arguments) is filled into the dashboard's own forms by `tasksapp.scripted_operator`, as a
+  (its arguments) is filled into the dashboard's own forms by `tasksapp.schemaforms.operator`, as a
   person would. The `auth/*` scenarios run the dashboard's OAuth client
   (`tasksapp.mcpclient.oauth`, see [oauth.md](oauth.md)); where the dashboard sends a person's
   browser to the authorization server, the entry point follows the redirect itself. Also run:

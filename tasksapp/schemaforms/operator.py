@@ -1,7 +1,7 @@
 """A scripted operator: answers what servers ask the way a person at the dashboard would.
 
-It fills the dashboard's own forms (tasksapp.elicitation, tasksapp.toolforms): defaults stay as
-the form shows them, required fields get what a person would type, and the answer is whatever
+It fills the dashboard's own forms (schemaforms.elicitation, schemaforms.tools): defaults stay
+as the form shows them, required fields get what a person would type, and the answer is whatever
 the form's validation produces, exactly as the inbox and the Run page send it. The official
 conformance suite's client runs (tasksapp.conformance) answer through it, so they
 exercise the dashboard's answering code, not a hand-written reply.
@@ -34,7 +34,7 @@ class ScriptedOperator:
 
     def answer(self, request: InputRequest) -> JsonObject:
         """The response to one input request (elicitation, sampling or roots), as the UI builds it."""
-        from tasksapp import elicitation
+        from tasksapp.schemaforms import elicitation
 
         params = request.params
         if request.method == "roots/list":
@@ -56,7 +56,7 @@ class ScriptedOperator:
 
     def arguments(self, tool: Tool) -> JsonObject:
         """A tool's arguments from its Run form, with every required field filled in."""
-        from tasksapp.toolforms import ToolFieldsForm, tool_form
+        from tasksapp.schemaforms.tools import ToolFieldsForm, tool_form
 
         shown = tool_form(tool.input_schema)
         if not isinstance(shown, ToolFieldsForm):

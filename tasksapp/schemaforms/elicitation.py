@@ -19,8 +19,8 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp.schemacheck import SchemaUncheckable, issue_text, property_of, schema_issues
-from tasksapp.schemafields import (
+from tasksapp.schemaforms.check import SchemaUncheckable, issue_text, property_of, schema_issues
+from tasksapp.schemaforms.fields import (
     MAX_FIELDS,
     MAX_LABEL,
     MAX_STRING,

@@ -17,9 +17,9 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp.elicitation import SchemaForm
-from tasksapp.schemacheck import SchemaUncheckable, issue_text, schema_issues
-from tasksapp.schemafields import MAX_FIELDS, JsonObject, clip, flat_fields, initial_from
+from tasksapp.schemaforms.check import SchemaUncheckable, issue_text, schema_issues
+from tasksapp.schemaforms.elicitation import SchemaForm
+from tasksapp.schemaforms.fields import MAX_FIELDS, JsonObject, clip, flat_fields, initial_from
 
 MAX_JSON = 512_000
 MAX_SCHEMA_SHOWN = 20_000
