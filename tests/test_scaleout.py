@@ -320,10 +320,13 @@ def test_a_frozen_workers_tasks_move_to_the_survivor_and_it_polls_none_of_them_a
     by_a = {pk for pk, remote in started.items() if agent("A") in polled.get(remote, {})}
     assert polled, f"nothing polled{fleet.output()}"
     # A poll the frozen worker had begun sending when it stopped reaches the server after the thaw
-    # (a read-only tasks/get, once): a few of those at most. A worker that trusted its old leases
-    # polls its whole former share (about TASKS / 2) at once, and again at every interval.
+    # (a read-only tasks/get, once): as many as were between their lease check and the wire, a few
+    # (2 in CI7, 6 on a machine loaded by three test runs). A worker that trusted its old leases
+    # polls its whole former share (about TASKS / 2, 100 here) at once.
     stale = {pk: polled[started[pk]][agent("A")] for pk in by_a if held[pk] != "A"}
-    assert len(stale) <= 5 and set(stale.values()) <= {1}, f"polled by A, held by B: {stale}{fleet.output()}"
+    assert len(stale) <= TASKS // 10 and set(stale.values()) <= {1}, (
+        f"polled by A, held by B: {stale}{fleet.output()}"
+    )
     assert fleet.stop("A") == 0 and fleet.stop("B") == 0, fleet.output()
 
 
