@@ -975,7 +975,7 @@ def daphne_main(argv: list[str]) -> None:
         import django
 
         django.setup()
-        from tasksapp.connections import database_sync_to_async
+        from tasksapp.lib.connections import database_sync_to_async
         from tasksapp.live import shared
         from tasksapp.metrics import live_counts
 

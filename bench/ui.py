@@ -449,7 +449,7 @@ def explain(client: Any, engine: str) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from tasksapp import crypto
+    from tasksapp.lib import crypto
     from tasksapp.models import RemoteTask
 
     prefix = "EXPLAIN QUERY PLAN " if engine == "sqlite3" else "EXPLAIN "

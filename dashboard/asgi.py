@@ -10,13 +10,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from tasksapp.connections import HandBackConnections  # noqa: E402
 from tasksapp.gateway.app import GatewayApp, GatewayRouter  # noqa: E402
+from tasksapp.lib.connections import HandBackConnections  # noqa: E402
 from tasksapp.live.origin import OriginValidator  # noqa: E402
 from tasksapp.routing import websocket_urlpatterns  # noqa: E402
 
 # A page load's thread returns its database connections even when its client left (the pool
-# would count them as lent forever): tasksapp/connections.py.
+# would count them as lent forever): tasksapp/lib/connections.py.
 django_pages = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_STATIC else django_asgi_app
 pages = HandBackConnections(django_pages)
 # /gateway/<server id>/mcp: agents' MCP endpoint (tasksapp/gateway), beside the pages.

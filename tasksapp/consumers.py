@@ -23,7 +23,7 @@ from django.utils import timezone, translation
 from django.utils.html import escape
 
 from tasksapp import events, language, prefs, redislayer
-from tasksapp.connections import database_sync_to_async
+from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.live import frames, hub, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
 from tasksapp.notify import send

@@ -21,7 +21,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 from tasksapp.models import OperatorAction, RemoteTask, ended_at, status_label
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}

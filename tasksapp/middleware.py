@@ -1,7 +1,7 @@
 """All of the dashboard's own middleware, in the order dashboard/settings.py MIDDLEWARE runs them.
 
 - RetryLostConnectionMiddleware (outermost): a page load that met a database connection lost
-  mid-request is answered again on a new connection (tasksapp/connections.py notes the loss).
+  mid-request is answered again on a new connection (tasksapp/lib/connections.py notes the loss).
 - LanguageMiddleware: the page's language (the user's setting, else the switch's cookie, else
   Accept-Language; tasksapp/language.py).
 - TimeZoneMiddleware: the reader's time zone (tasksapp/prefs.py).
@@ -20,7 +20,8 @@ from django.utils import timezone, translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.deprecation import MiddlewareMixin
 
-from tasksapp import connections, crypto, language, prefs
+from tasksapp import language, prefs
+from tasksapp.lib import connections, crypto
 
 log = logging.getLogger(__name__)
 

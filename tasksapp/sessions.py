@@ -17,7 +17,7 @@ from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models
 from django.utils import timezone
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 
 
 class HashedSession(AbstractBaseSession):

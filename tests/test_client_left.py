@@ -7,7 +7,7 @@ first query (or, past the first three, for a pooled connection). The browsers gi
 and Daphne cancels each request once it has outlived its client by --application-close-timeout
 (10 s by default; 2 s here, the same mechanism). Then the lock goes and a normal page load must be
 answered at once: the abandoned requests' threads handed their connections back
-(tasksapp/connections.py HandBackConnections). Before, each thread ended holding its pooled
+(tasksapp/lib/connections.py HandBackConnections). Before, each thread ended holding its pooled
 connection, the pool counted them as lent forever, and every page waited DATABASE_POOL_TIMEOUT
 (30 s) and failed.
 """

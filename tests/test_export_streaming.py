@@ -8,7 +8,8 @@ import time
 import httpx
 import pytest
 
-from tasksapp import crypto, exports
+from tasksapp import exports
+from tasksapp.lib import crypto
 from tasksapp.models import McpServer, RemoteTask
 from tests.gateway.support import daphne
 from tests.opsdata import logged_in, person, server

@@ -86,9 +86,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "tasksapp.mcpclient",
             "tasksapp.demoserver",
-            "tasksapp.connections",
-            "tasksapp.crypto",
-            "tasksapp.markdown",
+            "tasksapp.lib",
             "tasksapp.events",
             "tasksapp.redislayer",
             "tasksapp.queryparams",

@@ -15,8 +15,8 @@ from django.conf import settings
 from django.utils import timezone, translation
 
 from tasksapp import events, services
-from tasksapp.connections import database_sync_to_async
 from tasksapp.consumers import LiveConsumer
+from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.live import hub
 from tasksapp.live import pages as pages_module
 from tasksapp.metrics import live_counts

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tasksapp.markdown import render
+from tasksapp.lib.markdown import render
 from tests.opsdata import logged_in, person, server
 
 HOSTILE = (

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 from pytest_django.fixtures import Settings
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 from tasksapp.models import InputRequest, McpServer, RemoteTask
 from tests.test_settings import PRODUCTION, manage
 

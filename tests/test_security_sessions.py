@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 from django.test import Client
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 from tests.test_live import HOST, closed_with, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,8 +7,9 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from tasksapp import crypto, events, services
+from tasksapp import events, services
 from tasksapp.demoserver.tools import TOOLS
+from tasksapp.lib import crypto
 from tasksapp.mcpclient import CompletedTask, DetailedTask, parse_detailed_task
 from tasksapp.models import InputRequest, McpServer, OperatorAction, RemoteTask, TaskEvent
 from tasksapp.services.tasks import task_note

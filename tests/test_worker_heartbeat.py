@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 from asgiref.sync import sync_to_async
 
-from tasksapp.connections import db_step
 from tasksapp.engine.worker import Worker
+from tasksapp.lib.connections import db_step
 from tasksapp.models import WorkerHeartbeat
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,10 +4,10 @@ in batches, the time of the server's answer (to the second), not of the write.""
 import logging
 from datetime import datetime
 
-from tasksapp.connections import CANNOT_WRITE
 from tasksapp.engine import store
 from tasksapp.engine.store import db
 from tasksapp.engine.tracking import TrackedTask
+from tasksapp.lib.connections import CANNOT_WRITE
 
 log = logging.getLogger(__name__)
 

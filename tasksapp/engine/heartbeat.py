@@ -9,10 +9,10 @@ from datetime import datetime
 from asgiref.sync import SyncToAsync
 from django.utils import timezone
 
-from tasksapp.connections import resilient
 from tasksapp.engine import store
 from tasksapp.engine.health import ScheduleHealth
 from tasksapp.engine.stats import WorkerStats
+from tasksapp.lib.connections import resilient
 
 
 class Heartbeat:

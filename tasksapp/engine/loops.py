@@ -11,9 +11,9 @@ from asgiref.sync import SyncToAsync
 from django.conf import settings
 
 from tasksapp import services
-from tasksapp.connections import CANNOT_WRITE, resilient
 from tasksapp.engine.confirmations import Confirmations
 from tasksapp.engine.store import db
+from tasksapp.lib.connections import CANNOT_WRITE, resilient
 from tasksapp.retention import chores as retention_chores
 
 log = logging.getLogger(__name__)

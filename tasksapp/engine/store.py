@@ -15,9 +15,9 @@ from django.db.models import Case, DateTimeField, F, Value, When
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from tasksapp import crypto
-from tasksapp.connections import db_step
 from tasksapp.engine.tracking import TrackedTask
+from tasksapp.lib import crypto
+from tasksapp.lib.connections import db_step
 from tasksapp.mcpclient.oauth import ClientConfig
 from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
 from tasksapp.services.health import server_health_forget, worker_views
@@ -48,7 +48,7 @@ class ServerRow:
 
 def db[**P, R](fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """`fn` run off the event loop on the shared database thread, on a live connection
-    (tasksapp.connections.db_step), with its parameters and return type kept."""
+    (tasksapp.lib.connections.db_step), with its parameters and return type kept."""
     step: Callable[P, Awaitable[R]] = db_step(fn)
     return step
 

@@ -16,7 +16,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from tasksapp import services
-from tasksapp.connections import CANNOT_WRITE
 from tasksapp.engine import loops, snapshots, store
 from tasksapp.engine.confirmations import Confirmations
 from tasksapp.engine.health import ScheduleHealth
@@ -28,6 +27,7 @@ from tasksapp.engine.servers import ServerChanges, ServerPool
 from tasksapp.engine.stats import WorkerStats
 from tasksapp.engine.store import db
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
+from tasksapp.lib.connections import CANNOT_WRITE
 from tasksapp.mcpclient import DetailedTask, McpError, ProtocolError, TransportError
 from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.services.errors import describe

@@ -15,7 +15,6 @@ from typing import Any
 
 from django.conf import settings
 
-from tasksapp import crypto
 from tasksapp.gateway.auth import Authenticator, Caller, RateLimiter, no_such_server, refuse_token_in_url
 from tasksapp.gateway.envelope import Call, check_call, check_duplicates, check_notification, parse_message
 from tasksapp.gateway.errors import GatewayError, internal, invalid_request, method_not_found
@@ -38,6 +37,7 @@ from tasksapp.gateway.params import ParamHeaders
 from tasksapp.gateway.tasks import TaskMethods
 from tasksapp.gateway.traffic import TrafficCounter
 from tasksapp.gateway.upstream import Upstreams
+from tasksapp.lib import crypto
 from tasksapp.mcpclient.wire import TASK_METHODS
 
 log = logging.getLogger(__name__)

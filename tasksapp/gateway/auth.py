@@ -12,10 +12,10 @@ from urllib.parse import parse_qsl
 
 from django.db.models import F
 
-from tasksapp.connections import db_step
 from tasksapp.gateway.cache import Callers, settings_generation
 from tasksapp.gateway.errors import NOT_FOUND, RATE_LIMITED, UNAUTHORIZED, GatewayError
 from tasksapp.gateway.http import Headers, Scope
+from tasksapp.lib.connections import db_step
 from tasksapp.mcpclient.errors import INVALID_REQUEST
 from tasksapp.models import LARGE_SERVER_COLUMNS, Agent, McpServer
 from tasksapp.services.agents import TOKEN_PREFIX, token_digest

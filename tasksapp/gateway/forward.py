@@ -9,13 +9,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tasksapp.connections import CANNOT_WRITE, db_step
 from tasksapp.gateway.auth import Caller
 from tasksapp.gateway.envelope import Call
 from tasksapp.gateway.errors import UPSTREAM_FAILED, GatewayError, internal
 from tasksapp.gateway.http import Send, SseResponse, send_bytes
 from tasksapp.gateway.params import ParamHeaders
 from tasksapp.gateway.upstream import Upstreams, upstream_capabilities
+from tasksapp.lib.connections import CANNOT_WRITE, db_step
 from tasksapp.mcpclient import InputRequired, InvalidResponse, McpError, TaskCreated, TransportError
 from tasksapp.mcpclient.oauth import AuthorizationRequired
 from tasksapp.mcpclient.relay import Relayed

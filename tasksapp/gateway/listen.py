@@ -26,14 +26,15 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from tasksapp import crypto, events
-from tasksapp.connections import db_step
+from tasksapp import events
 from tasksapp.gateway.auth import Authenticator, Caller
 from tasksapp.gateway.envelope import Call
 from tasksapp.gateway.errors import RATE_LIMITED, GatewayError, invalid_params, missing_tasks_capability
 from tasksapp.gateway.http import SSE_PING, Receive, Send, SseResponse, wait_for_disconnect
 from tasksapp.gateway.mirror import MirroredTask, freshness, mirrored
 from tasksapp.gateway.tasks import TaskMethods
+from tasksapp.lib import crypto
+from tasksapp.lib.connections import db_step
 from tasksapp.live.hub import hub
 from tasksapp.mcpclient.wire import META_SUBSCRIPTION
 from tasksapp.models import RemoteTask

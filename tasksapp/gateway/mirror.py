@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 from tasksapp.mcpclient.wire import InputKinds
 from tasksapp.models import Agent, McpServer, RemoteTask
 

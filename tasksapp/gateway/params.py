@@ -8,9 +8,9 @@ annotation is invalid) go on as the agent sent them: the upstream judges them.
 
 from typing import Any
 
-from tasksapp.connections import db_step
 from tasksapp.gateway.envelope import decode_header_value
 from tasksapp.gateway.errors import header_mismatch
+from tasksapp.lib.connections import db_step
 from tasksapp.mcpclient.errors import InvalidHeaderAnnotation
 from tasksapp.mcpclient.wire import param_header_names, param_header_values
 from tasksapp.models import McpServer

@@ -15,7 +15,6 @@ from typing import Any
 
 from django.utils import timezone
 
-from tasksapp.connections import db_step
 from tasksapp.gateway.auth import Caller
 from tasksapp.gateway.cache import KeptTask, Tasks
 from tasksapp.gateway.envelope import Call
@@ -30,6 +29,7 @@ from tasksapp.gateway.errors import (
 from tasksapp.gateway.http import dump
 from tasksapp.gateway.mirror import MirroredTask, find, freshness, reread
 from tasksapp.gateway.upstream import Upstreams
+from tasksapp.lib.connections import db_step
 from tasksapp.mcpclient import McpError, ProtocolError
 from tasksapp.services import gateway as record
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
-from tasksapp.connections import CANNOT_WRITE, db_step
+from tasksapp.lib.connections import CANNOT_WRITE, db_step
 from tasksapp.services.traffic import Tally, TrafficKey, traffic_record
 
 log = logging.getLogger(__name__)

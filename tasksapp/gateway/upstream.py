@@ -16,7 +16,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 from tasksapp.mcpclient import McpClient
 from tasksapp.mcpclient.wire import TASKS_EXTENSION
 from tasksapp.models import McpServer

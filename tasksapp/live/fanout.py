@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tasksapp.connections import database_sync_to_async
+from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.live.cache import RenderCache, not_failed
 from tasksapp.metrics import live_counts
 

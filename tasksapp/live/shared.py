@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from tasksapp.connections import database_sync_to_async
+from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.live.cache import RenderCache, not_failed
 
 _renders: RenderCache[Hashable, "asyncio.Future[Any]"] = RenderCache(

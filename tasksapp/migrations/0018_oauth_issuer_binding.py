@@ -9,7 +9,7 @@ def bind_to_known_issuer(apps, schema_editor):
     """Credentials and registrations saved before they were bound: bound to the authorization
     server their grant came from. Client credentials never used stay unbound (an admin saves
     them again; until then nothing is sent)."""
-    from tasksapp import crypto
+    from tasksapp.lib import crypto
 
     authorizations = apps.get_model("tasksapp", "ServerAuthorization")
     for auth in authorizations.objects.filter(issuer="").exclude(secrets_encrypted=""):

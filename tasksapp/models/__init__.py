@@ -12,7 +12,7 @@
   that module) and is registered here.
 
 Importing this package registers every model with the app (label "tasksapp", tables
-tasksapp_<model>). Bearer secrets are stored encrypted, found by fingerprint; see tasksapp.crypto.
+tasksapp_<model>). Bearer secrets are stored encrypted, found by fingerprint; see tasksapp.lib.crypto.
 """
 
 from tasksapp.models.audit import OperatorAction

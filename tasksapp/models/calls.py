@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 from tasksapp.models.servers import McpServer, watched_servers
 from tasksapp.models.tasks import RemoteTask
 

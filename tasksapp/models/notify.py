@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 
 EVENTS = ("input", "failed", "unhealthy")
 

@@ -1,7 +1,7 @@
 """The MCP servers the dashboard watches: each server's row, every worker's view of its health,
 and the OAuth authorization the dashboard holds there.
 
-Bearer secrets (headers, client secrets, tokens) are stored encrypted; see tasksapp.crypto.
+Bearer secrets (headers, client secrets, tokens) are stored encrypted; see tasksapp.lib.crypto.
 """
 
 import hashlib
@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 
 GATEWAY_POLICIES = ("either", "people", "agent")
 GATEWAY_POLICY_CHOICES = [

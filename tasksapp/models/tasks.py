@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 from tasksapp.models.servers import LARGE_SERVER_COLUMNS, McpServer, ServerHealth, holder_key, watched_servers
 
 TERMINAL = ("completed", "failed", "cancelled")

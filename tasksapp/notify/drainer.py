@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import close_old_connections
 
-from tasksapp.connections import database_sync_to_async
+from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.notify.config import CHANNELS
 from tasksapp.notify.scan import scan
 from tasksapp.notify.send import drain_once

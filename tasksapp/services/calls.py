@@ -11,8 +11,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from tasksapp import crypto
-from tasksapp.connections import CONNECTION_LOST, drop_connections, in_transaction
+from tasksapp.lib import crypto
+from tasksapp.lib.connections import CONNECTION_LOST, drop_connections, in_transaction
 from tasksapp.mcpclient import (
     CallOutcome,
     InputRequired,

@@ -10,7 +10,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tasksapp import crypto, events
+from tasksapp import events
+from tasksapp.lib import crypto
 from tasksapp.mcpclient import DetailedTask
 from tasksapp.mcpclient.wire import InputKinds
 from tasksapp.models import Agent, InputRequest, McpServer, RemoteTask

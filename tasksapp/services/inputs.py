@@ -8,7 +8,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from tasksapp import crypto, events
+from tasksapp import events
+from tasksapp.lib import crypto
 from tasksapp.mcpclient import McpClient, McpError
 from tasksapp.models import InputRequest, RemoteTask
 from tasksapp.services.audit import audit

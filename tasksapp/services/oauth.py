@@ -13,7 +13,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.db import transaction
 
-from tasksapp import crypto, events
+from tasksapp import events
+from tasksapp.lib import crypto
 from tasksapp.mcpclient.oauth import (
     AuthorizationRequired,
     ClientConfig,

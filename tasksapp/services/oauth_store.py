@@ -21,8 +21,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from tasksapp import crypto, events
-from tasksapp.connections import db_step
+from tasksapp import events
+from tasksapp.lib import crypto
+from tasksapp.lib.connections import db_step
 from tasksapp.mcpclient.oauth import GrantState, OAuthError
 from tasksapp.mcpclient.oauth_flow import Tokens
 from tasksapp.models import ServerAuthorization

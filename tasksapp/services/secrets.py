@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
-from tasksapp import crypto
+from tasksapp.lib import crypto
 
 BATCH = 500
 

@@ -15,7 +15,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp import crypto, events
+from tasksapp import events
+from tasksapp.lib import crypto
 from tasksapp.mcpclient import Discovery, McpClient, McpError, Tool
 from tasksapp.mcpclient.oauth import AuthorizationRequired, IssuerChanged
 from tasksapp.models import McpServer

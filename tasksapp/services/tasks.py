@@ -9,7 +9,8 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext, pgettext
 
-from tasksapp import crypto, events
+from tasksapp import events
+from tasksapp.lib import crypto
 from tasksapp.mcpclient import (
     CompletedTask,
     DetailedTask,

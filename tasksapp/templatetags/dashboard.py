@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp import lifecycle as lifecycle_module
-from tasksapp import markdown as markdown_module
+from tasksapp.lib import markdown as markdown_module
 
 register = template.Library()
 FULL = "Y-m-d H:i:s"
@@ -105,7 +105,7 @@ def ttl_left(deadline: datetime) -> SafeString:
 
 @register.filter
 def markdown(text: Any) -> SafeString:
-    """A server's markdown (tool descriptions) as sanitised HTML: tasksapp/markdown.py."""
+    """A server's markdown (tool descriptions) as sanitised HTML: tasksapp/lib/markdown.py."""
     return markdown_module.render(text)
 
 

@@ -8,7 +8,8 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp import crypto, search, services
+from tasksapp import search, services
+from tasksapp.lib import crypto
 from tasksapp.models import Agent, McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
 from tasksapp.presenters.task import SHOW_LIMIT, task_context

@@ -177,7 +177,7 @@ def test_the_worker_polls_with_the_token_refreshes_it_and_waits_for_a_reconnect(
 
 
 def test_rekey_rewrites_the_oauth_secrets(settings: object, demo_server: RunningPeer) -> None:
-    from tasksapp import crypto
+    from tasksapp.lib import crypto
     from tasksapp.services.secrets import secrets_rekey
 
     old, new = "old-key-" + "k" * 50, "new-key-" + "n" * 50
