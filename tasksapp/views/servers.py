@@ -1,4 +1,4 @@
-"""Servers: the list with health, adding with a discovery preview, editing, and their tools."""
+"""Servers: the list with health, adding with a discovery preview, editing, archiving, and their tools."""
 
 from typing import Any
 from urllib.parse import urlsplit
@@ -240,3 +240,24 @@ def server_tools(request: HttpRequest, pk: int) -> HttpResponse:
     ]
     context = {"server": server, "tools": tools, **gateway_context(request, server)}
     return page(request, "tasksapp/server_tools.html", context, nav="servers")
+
+
+@require(MANAGE_SERVERS)
+def server_archive(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: what archiving (or bringing back) means, with one button; POST: do it."""
+    server = get_object_or_404(McpServer.objects.only("id", "name", "archived", "enabled"), pk=pk)
+    if request.method != "POST":
+        open_tasks = server.tasks.exclude(status__in=("completed", "failed", "cancelled")).count()
+        context = {"server": server, "open_tasks": open_tasks}
+        return page(request, "tasksapp/server_archive.html", context, nav="servers")
+    change = services.server_unarchive if server.archived else services.server_archive
+    try:
+        change(server=server, user=request.user)
+        if server.archived:
+            done = _("Server %(name)s archived: kept read-only, never polled.")
+        else:
+            done = _("Server %(name)s back: it is polled again.")
+        messages.success(request, done % {"name": server.name})
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    return redirect("tasks:servers")

@@ -1,20 +1,20 @@
-"""The task list, a task's page, cancelling, and its raw JSON."""
+"""The task list, its exports (csv, jsonl), a task's page, cancelling, and its raw JSON."""
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp import search, services
+from tasksapp import exports, search, services
 from tasksapp.lib import crypto
 from tasksapp.models import Agent, McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
 from tasksapp.presenters.task import SHOW_LIMIT, task_context
 from tasksapp.queryparams import parse_count
-from tasksapp.views.common import page
+from tasksapp.views.common import not_cross_site, page
 
 PAGE_SIZE = 50
 STATUS_FILTERS = [
@@ -67,6 +67,35 @@ def task_list(request: HttpRequest) -> HttpResponse:
     fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
     live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}
     return page(request, "tasksapp/task_list.html", context, nav="tasks", live=live)
+
+
+@require(VIEW)
+@not_cross_site
+def task_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpResponse:
+    """The filtered, sorted task list as a streamed download; task ids only for who may act on tasks.
+    A filter that is not an id is a 400 naming it (a download has no page to say it was ignored)."""
+    if fmt not in exports.FORMATS:
+        raise Http404("Export as csv or jsonl.")
+    filters = search.filters_from(request.GET)
+    if ignored := search.ignored(filters):
+        return exports.bad_filters(ignored, filters)
+    sort = search.parse_sort(request.GET.get("sort", search.DEFAULT_SORT))
+    tasks = search.ordered(search.filtered(filters), sort)
+    with_ids = can(request.user, CANCEL)
+    detail = {"what": "tasks", "format": fmt, "filters": _given(filters), "sort": sort.value}
+    services.export_record(user=request.user, detail={**detail, "with_task_ids": with_ids})
+    rows = exports.task_rows(tasks, with_task_ids=with_ids)
+    return exports.streamed(
+        rows,
+        exports.task_columns(with_task_ids=with_ids),
+        fmt,
+        "tasks",
+        asynchronous=exports.under_asgi(request),
+    )
+
+
+def _given(filters: dict[str, str]) -> dict[str, str]:
+    return {key: value for key, value in filters.items() if value}
 
 
 @require(VIEW)
