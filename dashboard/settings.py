@@ -54,7 +54,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # After sessions, before CommonMiddleware (Django's order); the language is chosen in
-    # tasksapp/language.py: the user's setting, then the switch's cookie, then Accept-Language.
+    # tasksapp/prefs.py: the user's setting, then the switch's cookie, then Accept-Language.
     "tasksapp.middleware.LanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.html import escape
 
-from tasksapp import events, language, prefs, redislayer
+from tasksapp import events, prefs, redislayer
 from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.live import frames, hub, inbox_badge, pages
 from tasksapp.live.session import session_key_of, still_signed_in
@@ -108,7 +108,7 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         page = params.get("page", "")
         if user is None or page not in PAGES or not await database_sync_to_async(can)(user, VIEW):
             return None
-        code = await database_sync_to_async(language.for_scope)(self.scope)
+        code = await database_sync_to_async(prefs.language_for_scope)(self.scope)
         translation.activate(code)
         zone = await database_sync_to_async(prefs.zone_for_scope)(self.scope)
         timezone.activate(zoneinfo.ZoneInfo(zone))

@@ -3,7 +3,7 @@
 - RetryLostConnectionMiddleware (outermost): a page load that met a database connection lost
   mid-request is answered again on a new connection (tasksapp/lib/connections.py notes the loss).
 - LanguageMiddleware: the page's language (the user's setting, else the switch's cookie, else
-  Accept-Language; tasksapp/language.py).
+  Accept-Language; tasksapp/prefs.py).
 - TimeZoneMiddleware: the reader's time zone (tasksapp/prefs.py).
 - NoStoreMiddleware: no browser or proxy keeps a page; an unreadable secret is a clear 503.
 """
@@ -20,7 +20,7 @@ from django.utils import timezone, translation
 from django.utils.cache import add_never_cache_headers
 from django.utils.deprecation import MiddlewareMixin
 
-from tasksapp import language, prefs
+from tasksapp import prefs
 from tasksapp.lib import connections, crypto
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class LanguageMiddleware(LocaleMiddleware):
         self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any
     ) -> HttpResponse | None:
         preference = prefs.preference_of(request)
-        code = language.usable(preference.language if preference is not None else "")
+        code = prefs.usable_language(preference.language if preference is not None else "")
         if code and code != translation.get_language():
             translation.activate(code)
             request.LANGUAGE_CODE = code

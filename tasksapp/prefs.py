@@ -1,10 +1,14 @@
-"""Each person's display preferences: time zone, theme and language (the rows are
-tasksapp.models.UserPreference); tasksapp.middleware.TimeZoneMiddleware applies the zone.
+"""Each person's display preferences, read: time zone, theme and language (the rows are
+tasksapp.models.UserPreference), and the context processor base.html reads them from. The writes
+are tasksapp.services.prefs; the pages (preferences, the theme button, the language switch)
+tasksapp.views.prefs; tasksapp.middleware applies the zone and the language.
 
 The zone a page is rendered in is, in order: the zone the user chose on the preferences page, the
 browser's own zone (app.js reads it with Intl and keeps it in the `tz` cookie), settings.TIME_ZONE.
-The theme is "auto" (follow prefers-color-scheme), "light" or "dark". The language is kept here
-for the i18n layer to use ("" = from Accept-Language).
+The theme is "auto" (follow prefers-color-scheme), "light" or "dark". The language is the user's
+setting ("" = follow the browser), else the switch's cookie, else Accept-Language: Django's
+LocaleMiddleware reads the cookie and Accept-Language, tasksapp.middleware.LanguageMiddleware then
+applies the setting. docs/operator.md "Language".
 """
 
 import functools
@@ -14,6 +18,7 @@ from urllib.parse import unquote
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.utils.translation.trans_real import get_supported_language_variant, parse_accept_lang_header
 
 from tasksapp.models import UserPreference
 
@@ -79,6 +84,33 @@ def zone_for_scope(scope: dict[str, Any]) -> str:
     return zone_for(preference, cookie)[0]
 
 
+def usable_language(code: str | None) -> str:
+    """`code` if it is one of LANGUAGES, else ""."""
+    return code if code and code in dict(settings.LANGUAGES) else ""
+
+
+def language_for_scope(scope: dict[str, Any]) -> str:
+    """The language a websocket's page was rendered in, by the same rules as the page (user's
+    setting, the switch's cookie, Accept-Language, LANGUAGE_CODE), for the live layer's renders.
+    Runs in a database thread (the user's setting is a row)."""
+    user: Any = scope.get("user")
+    if getattr(user, "is_authenticated", False):
+        chosen = UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
+        code = usable_language(chosen.first())
+        if code:
+            return code
+    cookie = scope.get("cookies", {}).get(settings.LANGUAGE_COOKIE_NAME, "")
+    header = dict(scope.get("headers", [])).get(b"accept-language", b"").decode("latin-1")
+    for candidate in [cookie] + [code for code, _q in parse_accept_lang_header(header)]:
+        if not candidate or candidate == "*":
+            continue
+        try:
+            return get_supported_language_variant(candidate)
+        except LookupError:
+            continue
+    return str(settings.LANGUAGE_CODE)
+
+
 def context(request: HttpRequest) -> dict[str, Any]:
     """For base.html: the theme to force (or "" to follow the system) and the zone in use."""
     preference = preference_of(request)
@@ -89,12 +121,3 @@ def context(request: HttpRequest) -> dict[str, Any]:
         "zone_name": zone,
         "zone_source": source,
     }
-
-
-def preference_set(*, user: Any, **fields: str) -> UserPreference:
-    """Save some of `user`'s preferences (time_zone, theme, language); the others stay as they were."""
-    preference, _created = UserPreference.objects.get_or_create(user=user)
-    for name, value in fields.items():
-        setattr(preference, name, value)
-    preference.save()
-    return preference

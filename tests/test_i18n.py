@@ -20,9 +20,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from tasksapp import language, prefs, services
+from tasksapp import services
 from tasksapp.consumers import LiveConsumer
 from tasksapp.models import RemoteTask, UserPreference
+from tasksapp.prefs import language_for_scope
+from tasksapp.services import prefs
 from tasksapp.templatetags.ui_strings import STRINGS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -223,11 +225,11 @@ def test_every_string_marked_for_translation_has_a_chinese_entry(tmp_path: Path)
 def test_the_language_of_a_websocket_follows_the_same_rules_as_its_page() -> None:
     anonymous = {"user": AnonymousUser()}
     chinese_browser = [(b"accept-language", b"zh-CN,zh;q=0.9")]
-    assert language.for_scope({**anonymous, "headers": chinese_browser}) == "zh-hans"
-    assert language.for_scope({**anonymous, "headers": [(b"accept-language", b"fr, de;q=0.5")]}) == "en"
+    assert language_for_scope({**anonymous, "headers": chinese_browser}) == "zh-hans"
+    assert language_for_scope({**anonymous, "headers": [(b"accept-language", b"fr, de;q=0.5")]}) == "en"
     chosen = {**anonymous, "cookies": {settings.LANGUAGE_COOKIE_NAME: "zh-hans"}, "headers": []}
-    assert language.for_scope(chosen) == "zh-hans"
-    assert language.for_scope(anonymous) == "en"
+    assert language_for_scope(chosen) == "zh-hans"
+    assert language_for_scope(anonymous) == "en"
 
 
 async def _live_row(accept_language: bytes, user: User) -> WebsocketCommunicator:
@@ -259,7 +261,7 @@ def test_the_users_setting_outranks_the_cookie_and_the_browser() -> None:
     prefs.preference_set(user=user, language="zh-hans")
     response = client.get(audit, headers={"accept-language": "en"})
     assert response["Content-Language"] == "zh-hans" and "<h1>审计日志</h1>" in response.content.decode()
-    assert language.for_scope({"user": user, "headers": [(b"accept-language", b"en")]}) == "zh-hans"
+    assert language_for_scope({"user": user, "headers": [(b"accept-language", b"en")]}) == "zh-hans"
     # The footer's switch changes the setting too, or the setting would undo it on the next page.
     client.post(reverse("set_language"), {"language": "en", "next": audit})
     assert UserPreference.objects.get(user=user).language == "en"

@@ -47,7 +47,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasksapp.live",
             "tasksapp.templatetags",
             "tasksapp.middleware",
-            "tasksapp.language",
             "tasksapp.logfilters",
             "tasksapp.healthcheck",
         ),

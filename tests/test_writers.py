@@ -26,7 +26,6 @@ OWNERS = {
     "tasksapp.notify.scan",
     "tasksapp.notify.security",
     "tasksapp.notify.send",
-    "tasksapp.prefs",
     "tasksapp.sessions",
     "tasksapp.login_throttle",
     "tasksapp.permissions",

@@ -6,7 +6,6 @@ Writes owned elsewhere, each by the one module named (tests/test_writers.py hold
   its WorkerHeartbeat row;
 - tasksapp.notify.scan, tasksapp.notify.security, tasksapp.notify.send: the notification outbox
   and the scan's cursors (NotificationOutbox, NotifyCursor);
-- tasksapp.prefs: a person's display preferences (UserPreference, prefs.preference_set);
 - tasksapp.sessions: the session store's rows;
 - tasksapp.login_throttle: the login throttle's attempt rows (django-axes);
 - tasksapp.permissions: the role groups, at migrate;
@@ -33,6 +32,7 @@ from tasksapp.services.health import (
 )
 from tasksapp.services.inputs import input_prune_gone, input_resend_stuck, task_answer
 from tasksapp.services.oauth import oauth_mark_needed
+from tasksapp.services.prefs import preference_set
 from tasksapp.services.servers import (
     DiscoveryPreview,
     same_origin,
@@ -69,6 +69,7 @@ __all__ = [
     "pending_call_answer",
     "pending_call_dismiss",
     "pending_calls_expire",
+    "preference_set",
     "same_origin",
     "server_archive",
     "server_create",
