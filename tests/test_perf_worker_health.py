@@ -27,7 +27,7 @@ def test_behind_when_the_p99_lag_passes_the_threshold_and_back_when_it_recovers(
     health = ScheduleHealth(threshold_ms=1000)
     assert not judge(health, [5.0] * 200, T0)  # keeping up: nothing to store
     assert health.behind_since is None
-    with caplog.at_level(logging.WARNING, logger="tasksapp.engine.worker"):
+    with caplog.at_level(logging.WARNING, logger="tasksapp.engine.health"):
         assert judge(health, [5.0] * 190 + [2500.0] * 10, T0 + timedelta(seconds=5))
     assert health.behind_since == T0 + timedelta(seconds=5)
     assert "lag p99 2.5 s over the last 200 polls (threshold 1.0 s)" in health.note

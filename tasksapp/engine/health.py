@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-log = logging.getLogger("tasksapp.engine.worker")
+log = logging.getLogger(__name__)
 MAX_SAMPLES = 20_000  # per heartbeat: enough for a p99, a bounded sort
 MIN_SAMPLES = 20  # fewer polls than this since the last verdict: keep it, and the samples
 REPEAT_SECONDS = 60.0
