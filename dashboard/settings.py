@@ -122,7 +122,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # psycopg_pool doubles the pause between reconnection attempts (1, 2, 4, 8 s...), so after
         # a three-second restart the pool would wait another ~15 s before it tried again, and every
         # page and worker step with it. Retry every second (jittered) for as long as it is away.
-        # (The class is internal and was renamed in 3.3; tests/test_faults_postgres.py notices.)
+        # (The class is internal and was renamed in 3.3; the database-restart drill in
+        # tests/faults/test_infra.py notices.)
         for _name in ("AttemptWithBackoff", "ConnectionAttempt"):
             if hasattr(psycopg_pool.base, _name):
                 getattr(psycopg_pool.base, _name).DELAY_BACKOFF = 1.0

@@ -14,8 +14,8 @@ from tasksapp import lifecycle, services
 from tasksapp.lifecycle import CANCEL, INPUT, WORKING, compute
 from tasksapp.models import McpServer, RemoteTask, TaskEvent
 from tasksapp.templatetags.dashboard import elapsed
-from tests.engine_helpers import run_worker_until
-from tests.opsdata import listed, logged_in, person, task
+from tests.support.engine_helpers import run_worker_until
+from tests.support.opsdata import listed, logged_in, person, task
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from tasksapp.lib.markdown import render
-from tests.opsdata import logged_in, person, server
+from tests.support.opsdata import logged_in, person, server
 
 HOSTILE = (
     "**Counts** slowly.\n\n"

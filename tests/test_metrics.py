@@ -13,9 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tasksapp import services
 from tasksapp.models import InputRequest, McpServer, RemoteTask, WorkerHeartbeat
-from tests.engine_helpers import run_worker_until
-from tests.opsdata import logged_in, person, server, task
 from tests.peers.launch import RunningPeer
+from tests.support.engine_helpers import run_worker_until
+from tests.support.opsdata import logged_in, person, server, task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOKEN = "metrics-token-for-tests-0123456789"

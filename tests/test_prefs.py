@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tasksapp.models import InputRequest, RemoteTask, TaskEvent, UserPreference
-from tests.opsdata import logged_in, person, server, task
+from tests.support.opsdata import logged_in, person, server, task
 
 pytestmark = pytest.mark.django_db
 

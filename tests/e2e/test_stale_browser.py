@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import Demo, badge, expect_live, expect_not_navigated, mark_window, run_tool
-from tests.faults import outage_proxy
+from tests.support.faults import outage_proxy
 
 pytestmark = pytest.mark.browser
 

@@ -1,6 +1,6 @@
 """Health per (worker, server), in a real browser, on the production layout: PostgreSQL, Redis, one
 Daphne, two worker processes, and the reference server behind a fault proxy at the network edge
-that can take it down for everyone or cut one worker off (tests/faults.py).
+that can take it down for everyone or cut one worker off (tests/support/faults.py).
 
 Worker B backs off for a minute after a failure (MCP_BACKOFF_BASE_MS=60000: the 275 s back-off of
 the drill that found this, made shorter), worker A for a second. Before health was per worker,
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.drills import start_tasks
 from tests.e2e.conftest import expect_live
-from tests.faults import PartitionProxy, partition_proxy
 from tests.peers.launch import demoserver_argv, running
-from tests.stack import (
+from tests.support.drills import start_tasks
+from tests.support.faults import PartitionProxy, partition_proxy
+from tests.support.stack import (
     PASSWORD,
     Processes,
     create_operator,
@@ -58,7 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         process_group(logs) as processes,
     ):
         env = env_for(database, REDIS_URL=redis.url, MCP_LEASE_SECONDS="30")
-        manage(env, "servers", "add", "demo", proxy.url())  # the name tests/drills.py starts tasks on
+        manage(env, "servers", "add", "demo", proxy.url())  # the name tests/support/drills.py starts tasks on
         create_operator(env)
         base = processes.daphne("daphne", env)
         processes.worker("A", env)

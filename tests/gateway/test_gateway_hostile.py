@@ -9,7 +9,7 @@ import pytest
 from tasksapp.models import McpServer
 from tasksapp.services.agents import agent_create
 from tests.gateway.support import envelope, error, headers_for, post
-from tests.rawserver import dripper, flood
+from tests.support.rawserver import dripper, flood
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

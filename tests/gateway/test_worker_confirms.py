@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from tasksapp.models import McpServer, RemoteTask
-from tests.engine_helpers import run_worker_until
 from tests.gateway.support import post, result
+from tests.support.engine_helpers import run_worker_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

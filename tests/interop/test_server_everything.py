@@ -9,10 +9,10 @@ import pytest
 
 from tasksapp.mcpclient import CompletedTask, McpClient, ProtocolError, TaskCreated
 from tasksapp.mcpclient.legacy import unpack
-from tests.engine_helpers import run_worker_until
 from tests.interop.helpers import manage, status_is
 from tests.mcpclient.helpers import wait_for_status
 from tests.peers.launch import RunningPeer
+from tests.support.engine_helpers import run_worker_until
 
 pytestmark = pytest.mark.interop
 

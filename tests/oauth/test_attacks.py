@@ -3,7 +3,7 @@
 The MCP server is the OAuth-protected reference server (tests/oauth/peer.py), turned hostile
 through its control endpoint: it names another authorization server (tests/oauth/hostile.py, a
 complete one that records every byte it receives), or internal URLs (a raw honeypot,
-tests/rawserver.py; a loopback HTTP service with something to hide). Each test asserts what the
+tests/support/rawserver.py; a loopback HTTP service with something to hide). Each test asserts what the
 attacker got: nothing."""
 
 import json
@@ -30,11 +30,11 @@ from tasksapp.models import (
     ServerAuthorization,
 )
 from tasksapp.services.oauth import grant_of
-from tests.engine_helpers import run_worker_until
 from tests.oauth.conftest import MACHINE, SECRET, add_protected, connect, control
 from tests.oauth.hostile import HostileIssuer, hostile_issuer
 from tests.peers.launch import RunningPeer, free_port
-from tests.rawserver import dripper, honeypot
+from tests.support.engine_helpers import run_worker_until
+from tests.support.rawserver import dripper, honeypot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 INTERNAL = "INTERNAL-SECRET-resource-7781"

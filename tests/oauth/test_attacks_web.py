@@ -21,7 +21,7 @@ import pytest
 from tests.oauth.conftest import approve, control
 from tests.oauth.peer import READY
 from tests.peers.launch import RunningPeer, running
-from tests.web_process import Dashboard, Operator, running_dashboard
+from tests.support.web_process import Dashboard, Operator, running_dashboard
 
 ANSWER_WITHIN = 15.0  # seconds for a page during the attack: a frozen process never answers
 BOMB_BYTES = 400 << 20

@@ -14,9 +14,9 @@ from tasksapp import services
 from tasksapp.mcpclient.oauth_flow import GrantState, Tokens
 from tasksapp.models import McpServer, OperatorAction, RemoteTask, ServerAuthorization
 from tasksapp.services.oauth import DbGrantStore, grant_of, oauth_for
-from tests.engine_helpers import run_worker_until
 from tests.oauth.conftest import add_protected, connect, control
 from tests.peers.launch import RunningPeer
+from tests.support.engine_helpers import run_worker_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
