@@ -1,4 +1,4 @@
-"""Exports (issue 12 #6): the filtered task list and the audit log as streamed CSV and JSON Lines,
+"""Exports: the filtered task list and the audit log as streamed CSV and JSON Lines,
 task ids (bearer secrets) only for roles that may act on tasks, every export audited."""
 
 import csv

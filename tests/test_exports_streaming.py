@@ -1,4 +1,4 @@
-"""The CSV export streams under Daphne (issue 24 goal 3): its first part leaves before the body is all
+"""The CSV export streams under Daphne: its first part leaves before the body is all
 produced, so the first byte does not wait for the size. Under ASGI Django reads a sync iterator whole
 (sync_to_async(list)) before the first byte; the export hands it an async iterator, exports.CHUNK rows
 at a time (tasksapp/exports.py)."""

@@ -1,4 +1,4 @@
-"""Language (issue 12 #12): English by default, Simplified Chinese from Accept-Language, the switch
+"""Language: English by default, Simplified Chinese from Accept-Language, the switch
 (a plain POST form) or the user's setting; the zh-Hans catalogue is complete and compiled."""
 
 import json

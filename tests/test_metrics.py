@@ -1,4 +1,4 @@
-"""Operations (issue 12 #11): Prometheus /metrics (a token or a login) with worker figures carried in
+"""Operations: Prometheus /metrics (a token or a login) with worker figures carried in
 heartbeat rows, and /healthz for load balancers (no login, no secrets, 200/503)."""
 
 from datetime import datetime, timedelta

@@ -1,4 +1,4 @@
-"""Preferences (issue 12 items 2, 3, 13): time zone, theme, the pages that show them, plurals."""
+"""Preferences: time zone, theme, the pages that show them, plurals."""
 
 import re
 from datetime import UTC, datetime, timedelta

@@ -1,4 +1,4 @@
-"""Bulk actions on the task list (issue 12 item 5), as an operator does them in a browser."""
+"""Bulk actions on the task list, as an operator does them in a browser."""
 
 from collections.abc import Callable
 

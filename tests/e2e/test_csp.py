@@ -1,4 +1,4 @@
-"""Under the strict Content-Security-Policy (issue 9 item 5), live updates and the fallback poll
+"""Under the strict Content-Security-Policy, live updates and the fallback poll
 still work, and no page breaks the policy: nothing evaluated, no inline script or style."""
 
 import re

@@ -80,7 +80,7 @@ def test_hostile_server_text_stays_text(logged_in: Callable[..., Page]) -> None:
 
     page.get_by_role("link", name="Inbox", exact=True).click()
     item = page.locator(f"#inbox-task-{pk}")
-    item.locator("summary").first.click()  # the inbox's rows fold their forms away (issue 12 item 1)
+    item.locator("summary").first.click()  # the inbox's rows fold their forms away
     expect(item.locator(".message")).to_contain_text('<script>alert("elicitation")</script>')
     expect(item.get_by_text('<b onmouseover=alert("field")>Answer</b>')).to_be_visible()
     answer = item.get_by_role("textbox").first

@@ -1,4 +1,4 @@
-"""The inbox (issue 12 item 1): the live badge, the compact list answered in place, the keyboard,
+"""The inbox: the live badge, the compact list answered in place, the keyboard,
 the bulk answer, a 390 px screen; and answering a question on the task's page."""
 
 import re

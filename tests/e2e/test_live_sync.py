@@ -1,4 +1,4 @@
-"""What an open page shows stays what the server said (issue 8 items 1, 2, 3, 5): new tasks appear
+"""What an open page shows stays what the server said: new tasks appear
 in another browser's list, a change made before the socket joined is caught up, an ended session
 says so, and a section too big for one frame is fetched by the page while the socket stays up."""
 
@@ -145,7 +145,7 @@ def test_a_question_pushed_into_an_open_inbox_can_be_answered_there(logged_in: C
     question = answerer.locator(f"#inbox-task-{pk} .input-request")
     expect(question).to_contain_text("Please fill in your contact details.")
     assert question.locator("input[name=csrfmiddlewaretoken]").count() == 0  # arrived over the socket
-    answerer.locator(f"#inbox-task-{pk} summary").first.click()  # rows fold their forms (issue 12 item 1)
+    answerer.locator(f"#inbox-task-{pk} summary").first.click()  # rows fold their forms
     question.get_by_role("button", name="Decline").click()
     expect(answerer.locator(".messages")).to_contain_text(f"Answer sent to reference for task #{pk}.")
     expect(badge(starter)).to_have_text("completed")

@@ -1,4 +1,4 @@
-"""A task's timeline is sent entry by entry (issue 8 item 5): after a burst of status messages,
+"""A task's timeline is sent entry by entry: after a burst of status messages,
 a page that watched it all, a page that joined half-way and a fresh load show the same entries."""
 
 from collections.abc import Callable

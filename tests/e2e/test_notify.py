@@ -1,4 +1,4 @@
-"""Browser notifications (issue 12 item 7) in a real browser, against `manage.py demo`: an operator
+"""Browser notifications in a real browser, against `manage.py demo`: an operator
 chooses "a task fails" and browser notifications on the settings page and allows them; a task they
 start fails; every open tab of theirs is told (one notification: the tag is shared), clicking it
 opens the failed task, and another user who chose nothing is told nothing.

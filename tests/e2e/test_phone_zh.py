@@ -1,4 +1,4 @@
-"""The other corner of the proof matrix (issue 12): the features an operator uses most, on a 390 px
+"""The other corner of the proof matrix: the features an operator uses most, on a 390 px
 phone, in dark mode, in Chinese. Search and filters, bulk cancel through one confirmation page,
 export of the filtered list, and the audit log's filters: each page stays dark, in Chinese, and never
 scrolls sideways. (test_bulk.py, test_inbox.py and test_responsive.py cover the desktop, English and

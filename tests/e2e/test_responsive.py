@@ -1,6 +1,5 @@
-"""Every page at 390 px and at 1400 px, light and dark, English and Chinese (issue 12 items 2, 8,
-12): no sideways scrolling,
-the menu reachable, tables stacked on a phone, the status tiles in one row on a desktop.
+"""Every page at 390 px and at 1400 px, light and dark, English and Chinese: no sideways
+scrolling, the menu reachable, tables stacked on a phone, the status tiles in one row on a desktop.
 
 One task that waited for input gives the task page, the inbox and the lifecycle bar something to show;
 then one logged-in page walks every page at each width in light (a sample in dark), switching width

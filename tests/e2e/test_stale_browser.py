@@ -1,5 +1,5 @@
 """A task whose server stops answering is flagged stale on the open page, live, and on the list
-and the overview; the flag goes when the server is back (issue 8 item 4)."""
+and the overview; the flag goes when the server is back."""
 
 import time
 from collections.abc import Callable

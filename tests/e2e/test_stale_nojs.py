@@ -1,4 +1,4 @@
-"""Without JavaScript, controls that need it are not shown (issue 8 item 9): no empty live pill, no
+"""Without JavaScript, controls that need it are not shown: no empty live pill, no
 Copy button that does nothing. With JavaScript both are there."""
 
 from collections.abc import Callable

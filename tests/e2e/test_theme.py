@@ -1,4 +1,4 @@
-"""The theme and the time zone, per user (issue 12 items 2, 3, 13), in a real browser.
+"""The theme and the time zone, per user, in a real browser.
 
 - the light/dark button switches at once with JavaScript (no reload), is remembered on the server
   (across a reload, and in another browser of the same user), and works as a plain form without it;

@@ -1,4 +1,4 @@
-"""Mirror lag (issue 20 item 3 and 7): the worker measures server change -> mirror commit and
+"""Mirror lag: the worker measures server change -> mirror commit and
 push -> commit, by the path each change came by, and reports it (heartbeat, /metrics, overview);
 and the mirror never waits on the channel layer: the live notifications travel through Redis, the
 mirror's writes do not, so a Redis that hangs must not delay a completion.

@@ -1,4 +1,4 @@
-"""Stale data is flagged (issue 8 item 4): "last confirmed" (the last successful poll or push) is
+"""Stale data is flagged: "last confirmed" (the last successful poll or push) is
 kept apart from "last changed", and while a server is failing its active tasks are marked stale,
 with since when, on the task list, the task's page and the overview."""
 

@@ -25,7 +25,7 @@ def test_discovery_and_a_quick_call(ts2: dict[str, Any]) -> None:
 
 
 def test_a_plain_tool_silent_past_the_read_timeout_succeeds(ts2: dict[str, Any]) -> None:
-    """Issue 8 item 7: the read timeout (30 s by default, 2 s here) never bounds a tools/call answer;
+    """The read timeout (30 s by default, 2 s here) never bounds a tools/call answer;
     only the call timeout does. The server stays silent for 2.5 times the read timeout."""
     McpServer.objects.filter(name="ts2").update(read_timeout_seconds=2)
     done = manage("call", "ts2", "slow_answer", '{"seconds": 5}')

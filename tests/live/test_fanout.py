@@ -1,4 +1,4 @@
-"""A small run of bench/fanout.py (issue 13): 50 tabs of the four live page kinds on two Daphne
+"""A small run of bench/fanout.py: 50 tabs of the four live page kinds on two Daphne
 processes, PostgreSQL and Redis, a worker and the reference server, real tasks changing. It
 asserts correctness, not timing: every tab shows every final state it should (each task's last
 status on the task list, the watched task on its page, each open question in the inbox, the

@@ -1,6 +1,6 @@
 """Batched fan-out renders (tasksapp/live/fanout.py): the rows that several task-list sockets of one
 audience need in the same flush are rendered once each, together, in one database step, and every
-socket still gets every row (issue 13 goal 1)."""
+socket still gets every row."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""Nothing dropped in silence (issue 13 goal 2), on the real Redis channel layer: a page's channel
+"""Nothing dropped in silence, on the real Redis channel layer: a page's channel
 fills up, channels_redis drops what does not fit, the drop is logged at WARNING and counted in
 /metrics, and the page, noticing the gap, re-syncs to the task's current state (counted too).
 """

@@ -1,4 +1,4 @@
-"""One subscription per process for the shared groups (tasksapp/live/hub.py, issue 13 goal 1): a
+"""One subscription per process for the shared groups (tasksapp/live/hub.py): a
 change is one channel-layer message per process, whatever the number of open pages; every page
 still gets it; a lost message is noticed once per process, and all its pages catch up with one
 query between them."""

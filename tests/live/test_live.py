@@ -73,7 +73,7 @@ async def viewer() -> AsyncIterator[tuple[User, Client]]:
     yield await sync_to_async(signed_in)()
 
 
-# --- issue 9 item 3: the whole origin, not only the host -------------------------------------
+# --- the whole origin, not only the host -----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ async def test_a_trusted_origin_is_accepted_and_an_unlisted_host_refused(
     assert not (await other.connect())[0]  # neither trusted (scheme) nor an allowed host
 
 
-# --- issue 9 item 6: sockets end with the session ---------------------------------------------
+# --- sockets end with the session -------------------------------------------------------------
 
 
 async def test_logging_out_closes_the_sessions_sockets(viewer: tuple[User, Client]) -> None:
@@ -153,7 +153,7 @@ async def test_a_socket_is_closed_when_its_lifetime_ends(viewer: tuple[User, Cli
     assert time.monotonic() - started >= 0.9
 
 
-# --- issue 8 items 1, 2, 5 ---------------------------------------------------------------------
+# --- catching up, new tasks, what a pushed fragment carries ------------------------------------
 
 
 async def test_a_page_catches_up_on_what_changed_before_its_socket_joined(
@@ -272,7 +272,7 @@ async def test_a_dropped_message_is_logged_and_the_page_catches_up(
     await communicator.disconnect()
 
 
-# --- issue 9 item 5: the Content-Security-Policy -----------------------------------------------
+# --- the Content-Security-Policy ---------------------------------------------------------------
 
 
 def test_pages_carry_a_strict_content_security_policy() -> None:
@@ -306,7 +306,7 @@ async def test_a_task_page_re_reads_its_task_on_the_session_timer(
     await communicator.disconnect()
 
 
-# --- issue 8 item 5: a change sends what changed, the timeline entry by entry ------------------
+# --- a change sends what changed, the timeline entry by entry ----------------------------------
 
 
 def new_event(task: RemoteTask, note: str) -> int:
@@ -392,7 +392,7 @@ async def test_the_timeline_keeps_the_pages_window_and_its_older_line(viewer: tu
         await communicator.disconnect()
 
 
-# --- issue 8 item 4 on lists: a failing server's every active task is marked, however many ----
+# --- on lists: a failing server's every active task is marked, however many -------------------
 
 
 HOLDER = "worker-1"

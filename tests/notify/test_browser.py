@@ -1,4 +1,4 @@
-"""Browser notifications (issue 12 item 7): queued per user like email and webhooks (their events,
+"""Browser notifications: queued per user like email and webhooks (their events,
 servers and tools), and delivered over the channel layer to that user's open pages only, as a
 hidden #notify-push element that static/tasksapp/notify.js turns into a Notification."""
 

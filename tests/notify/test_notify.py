@@ -1,4 +1,4 @@
-"""Notifications (issue 12 item 7) against a real local SMTP server (aiosmtpd) and a real HTTP
+"""Notifications against a real local SMTP server (aiosmtpd) and a real HTTP
 webhook receiver on loopback: what is queued for whom, the HMAC signature, retries with back-off,
 durability across a restart of the drainer, and the settings page."""
 

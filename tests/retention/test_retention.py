@@ -1,4 +1,4 @@
-"""Retention (issue 20 #4): `manage.py purge` deletes what is older than the RETAIN_* settings in
+"""Retention: `manage.py purge` deletes what is older than the RETAIN_* settings in
 short batches, only tasks that ended and wait for nobody, and leaves the overview's counts and the
 search index right; the worker runs it once a day, one worker of several."""
 

@@ -1,4 +1,4 @@
-"""Finding tasks (issue 12 #4): the full-text index on SQLite (FTS5), its filters and sort orders,
+"""Finding tasks: the full-text index on SQLite (FTS5), its filters and sort orders,
 and a constant number of queries whatever the number of tasks. PostgreSQL:
 tests/search/test_search_postgres.py."""
 

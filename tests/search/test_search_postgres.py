@@ -1,4 +1,4 @@
-"""The PostgreSQL search path (issue 12 #4): tsvector table, GIN index and triggers from migration 0008,
+"""The PostgreSQL search path: tsvector table, GIN index and triggers from migration 0008,
 in a fresh database of this test's own, driven through manage.py like production."""
 
 import json

@@ -68,7 +68,7 @@ def test_a_cut_stream_is_mid_event_and_invalid_utf8_is_named() -> None:
         list(SseParser(max_event_bytes=1000).feed(b"data: \xff\n\n"))
 
 
-# --- compressed bodies (issue 9 item 11): inflated with a bounded output ---------------------
+# --- compressed bodies: inflated with a bounded output ---------------------------------------
 
 BOMB_INFLATED = 256 * 1024 * 1024
 

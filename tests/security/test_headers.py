@@ -1,5 +1,5 @@
-"""Headers on real responses from Daphne with production settings (issue 9 Tests: Cache-Control,
-cookie flags, HSTS without preload); and the files of the embedded default kept private (item 11)."""
+"""Headers on real responses from Daphne with production settings (Cache-Control, cookie
+flags, HSTS without preload); and the files of the embedded default kept private."""
 
 import os
 import stat

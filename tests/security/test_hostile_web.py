@@ -1,4 +1,4 @@
-"""A hostile MCP server against the whole web process (issue 9, Tests).
+"""A hostile MCP server against the whole web process.
 
 The dashboard runs as `manage.py demo` does (Daphne and the worker on one event loop); the
 hostile server is a fake at the network edge (tests/mcpclient/hostile_server.py). Each attack

@@ -1,4 +1,4 @@
-"""Encryption keys (issue 9 item 9): HKDF, fallback keys, rekey, a deploy check, no 500 on a wrong key."""
+"""Encryption keys: HKDF, fallback keys, rekey, a deploy check, no 500 on a wrong key."""
 
 import base64
 import hashlib

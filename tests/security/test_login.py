@@ -1,4 +1,4 @@
-"""Login throttling (issue 9 item 4, issue 19 item 11): per (account, address) pair, with limits ten times
+"""Login throttling: per (account, address) pair, with limits ten times
 higher per account and per address, on /login/ and /admin/login/."""
 
 import logging

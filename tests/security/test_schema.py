@@ -1,4 +1,4 @@
-"""A server's regular expressions never run on a backtracking engine (issue 9 item 1).
+"""A server's regular expressions never run on a backtracking engine.
 
 These run in the test process: on the old code (Python's `re`) each of the first three would
 hold the process for hours. tests/security/test_hostile_web.py shows the web process staying responsive.

@@ -1,5 +1,6 @@
 """Servers under a curious admin and a hostile server: credentials stay home, edits are audited,
-tool lists are bounded, private addresses can be refused (issue 9 items 2, 8, 11; issue 8's rename)."""
+tool lists are bounded, private addresses can be refused,
+a rename is saved and audited."""
 
 import json
 from typing import Any

@@ -1,4 +1,4 @@
-"""Archiving a server (issue 12 #10): its tasks and history stay, read-only; the worker never polls or
+"""Archiving a server: its tasks and history stay, read-only; the worker never polls or
 listens to it; nothing more is sent to it; an admin can bring it back. Against the reference server."""
 
 import contextlib

@@ -1,4 +1,4 @@
-"""A task's timeline stays bounded whatever the server sends (issue 8 item 6): message-only
+"""A task's timeline stays bounded whatever the server sends: message-only
 changes fold into one event a second, a task keeps at most MCP_TIMELINE_MAX_EVENTS events with a
 summary of the ones removed, and its page shows the latest 50 with a plain "show older" link."""
 

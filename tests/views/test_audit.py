@@ -1,4 +1,4 @@
-"""The audit log you can use (issue 12 #9): filters by user, server, action and date; server edits
+"""The audit log you can use: filters by user, server, action and date; server edits
 record what changed (timeouts included) with secrets masked; archive and export are audited too."""
 
 import json

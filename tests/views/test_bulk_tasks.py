@@ -1,4 +1,4 @@
-"""Bulk actions on tasks (issue 12 item 5): one confirmation page, role-checked per task, audited,
+"""Bulk actions on tasks: one confirmation page, role-checked per task, audited,
 each action done once even when the confirmation is submitted twice."""
 
 import re

@@ -1,4 +1,4 @@
-"""The inbox for real volumes (issue 12 item 1): the nav badge (rendered and pushed live), the compact
+"""The inbox for real volumes: the nav badge (rendered and pushed live), the compact
 list with its filters and pre-task (MRTR) questions, answering in place, and the bulk answer."""
 
 import re

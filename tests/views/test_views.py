@@ -195,7 +195,7 @@ def test_odd_tool_names_from_a_server_still_get_working_run_links(demo_registere
     assert operator.get(link).status_code == 200
 
 
-# --- small defects (issue 8 item 9) ---------------------------------------------------------------
+# --- small defects --------------------------------------------------------------------------------
 
 
 def test_an_elicitation_cancel_is_recorded_as_cancelled_not_declined(
