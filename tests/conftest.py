@@ -55,10 +55,40 @@ PEER_VENV_FIXTURES = frozenset({"fastmcp_server", "legacy_server", "sdk_server"}
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs a peer venv, through any fixture, carries the fastmcp marker: so
-    `-m "not fastmcp"` runs without the peer venvs."""
+    `-m "not fastmcp"` runs without the peer venvs. A fixture named by a parameter and fetched with
+    `request.getfixturevalue` is not among the test's fixtures: such a parameter must carry the
+    marker itself (`pytest.param(..., marks=pytest.mark.fastmcp)`), or collection fails."""
     for item in items:
         if PEER_VENV_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.fastmcp)
+        elif item.get_closest_marker("fastmcp") is None and (named := _venv_fixture_parameters(item)):
+            raise pytest.UsageError(
+                f"{item.nodeid}: its parameter {named[0]!r} starts a peer from a venv of its own; "
+                "give that parameter the fastmcp marker"
+            )
+
+
+def _venv_fixture_parameters(item: pytest.Item) -> list[str]:
+    """The parameters of a test that name a fixture needing a peer venv, directly or through the
+    fixtures it requests."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return []
+    return [
+        value
+        for value in callspec.params.values()
+        if isinstance(value, str) and _needs_peer_venv(item, value, set())
+    ]
+
+
+def _needs_peer_venv(item: pytest.Item, fixture: str, seen: set[str]) -> bool:
+    if fixture in PEER_VENV_FIXTURES:
+        return True
+    if fixture in seen:
+        return False
+    seen.add(fixture)
+    definitions = item.session._fixturemanager.getfixturedefs(fixture, item) or ()
+    return any(_needs_peer_venv(item, name, seen) for d in definitions for name in d.argnames)
 
 
 @pytest.fixture(scope="session")

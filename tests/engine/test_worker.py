@@ -41,7 +41,11 @@ def settled(task_id: int, *statuses: str) -> bool:
     return task.status in statuses or task.expired
 
 
-@pytest.mark.parametrize("registered", ["demo_registered", "fastmcp_registered"])
+# The reference server, and fastmcp-tasks (a peer from .venv-peer, fetched by name: marked here).
+REGISTERED = ["demo_registered", pytest.param("fastmcp_registered", marks=pytest.mark.fastmcp)]
+
+
+@pytest.mark.parametrize("registered", REGISTERED)
 def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.FixtureRequest) -> None:
     server: McpServer = request.getfixturevalue(registered)
     tool = "ask_form" if server.name == "demo" else "ask_name"
@@ -93,7 +97,7 @@ def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.F
     assert [row["id"] for row in listed] == [task_id]
 
 
-@pytest.mark.parametrize("registered", ["demo_registered", "fastmcp_registered"])
+@pytest.mark.parametrize("registered", REGISTERED)
 def test_cancel_failed_and_tool_error_from_the_command_line(
     registered: str, request: pytest.FixtureRequest
 ) -> None:

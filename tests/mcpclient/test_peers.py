@@ -23,7 +23,7 @@ from tests.peers.launch import RunningPeer
 KINDS = InputKinds(elicitation_form=True, elicitation_url=True)
 
 
-@pytest.fixture(params=["demo_server", "fastmcp_server"])
+@pytest.fixture(params=["demo_server", pytest.param("fastmcp_server", marks=pytest.mark.fastmcp)])
 def peer(request: pytest.FixtureRequest) -> RunningPeer:
     peer: RunningPeer = request.getfixturevalue(request.param)
     return peer
