@@ -1,7 +1,7 @@
 """How many SQL queries each page runs, pinned where it is constant: the same count with few and with
 many servers, tasks, events and open requests. bench/pages.py prints the counts at 100,000 tasks
-beside each page's time; the task list's, the inbox's and /metrics' are pinned in test_search.py,
-test_perf_inbox.py and test_metrics.py."""
+beside each page's time; the task list's, the inbox's and /metrics' are pinned in search/test_search.py,
+views/test_inbox_perf.py and test_metrics.py."""
 
 from collections.abc import Callable
 
