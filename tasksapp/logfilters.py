@@ -22,8 +22,8 @@ class RefusalsOnOneLine(logging.Filter):
 class RetriedOnOneLine(logging.Filter):
     """A page load whose database connection died under it is answered again on a new connection
     (tasksapp.middleware.RetryLostConnectionMiddleware): the first attempt's 500 is not the
-    answer, so it is one WARNING line, not an ERROR with a traceback. If the second attempt fails
-    too, that one is logged as usual."""
+    answer, so it is one WARNING line, not an ERROR with a traceback. If the last attempt
+    (connections.PAGE_ATTEMPTS) fails too, that one is logged as usual."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         request = getattr(record, "request", None)

@@ -29,15 +29,19 @@ log = logging.getLogger(__name__)
 class RetryLostConnectionMiddleware:
     """Outermost: inner layers turn exceptions into 500 responses, so the cause is noted on the
     request by connections' got_request_exception receiver. A read (GET, HEAD) outside a
-    transaction is answered once more on fresh connections; anything that writes is not."""
+    transaction is answered again on fresh connections, up to connections.PAGE_ATTEMPTS times in
+    all; anything that writes is not."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        lost = getattr(request, "_connection_lost", False)
-        if lost and request.method in connections.SAFE_METHODS and not connections.in_transaction():
+        while (
+            getattr(request, "_connection_lost", False)
+            and request.method in connections.SAFE_METHODS
+            and not connections.in_transaction()
+        ):
             request._connection_lost = False  # type: ignore[attr-defined]
             connections.drop_connections()
             response = self.get_response(request)

@@ -101,14 +101,20 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 SAFE_METHODS = ("GET", "HEAD")
+# A page load is tried at most this many times. During a restart, or a failover's cut-over,
+# connections are cut more than once a second, and a load can lose its fresh connection too.
+PAGE_ATTEMPTS = 3
 
 
 @receiver(got_request_exception)
 def _note_lost_connection(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    """Notes on the request that its connection was lost, if one more attempt is allowed."""
     exc = sys.exc_info()[1]
-    if request is not None and isinstance(exc, CONNECTION_LOST) and not hasattr(request, "_retried"):
-        request._connection_lost = True  # type: ignore[attr-defined]
-        request._retried = True  # type: ignore[attr-defined]
+    if request is None or not isinstance(exc, CONNECTION_LOST):
+        return
+    losses = getattr(request, "_connection_losses", 0) + 1
+    request._connection_losses = losses  # type: ignore[attr-defined]
+    request._connection_lost = losses < PAGE_ATTEMPTS  # type: ignore[attr-defined]
 
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]

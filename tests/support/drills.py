@@ -104,6 +104,7 @@ class PageLoads:
     def __init__(self, base: str, cookies: httpx.Cookies) -> None:
         self.client = httpx.Client(base_url=base, cookies=cookies, timeout=60)
         self.results: list[tuple[float, int]] = []
+        self.spans: list[tuple[float, float, str, int]] = []  # started, ended, path, status
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -117,6 +118,7 @@ class PageLoads:
                 except httpx.HTTPError:
                     status = 0
                 self.results.append((started, status))
+                self.spans.append((started, time.monotonic(), path, status))
 
     def stop(self) -> None:
         self._stop.set()

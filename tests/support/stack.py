@@ -113,16 +113,26 @@ def sql(database_url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
         return cursor.fetchall() if cursor.description else []
 
 
-def terminate_backends(database_url: str) -> int:
-    """What a PostgreSQL restart does to every client of this database: cut its connections."""
+def terminate_backends(database_url: str, sparing: int = 0) -> int:
+    """What a PostgreSQL restart does to every client of this database: cut its connections (all
+    but the backend `sparing`, a test's own)."""
     name = database_url.rsplit("/", 1)[1]
     rows = sql(
         f"{POSTGRES}/postgres",
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        "WHERE datname = %s AND pid <> pg_backend_pid() AND pid <> %s",
         name,
+        sparing,
     )
     return len(rows)
+
+
+def lock_waiters(database_url: str) -> int:
+    """Connections of this database waiting for a lock."""
+    name = database_url.rsplit("/", 1)[1]
+    query = "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'"
+    [(count,)] = sql(f"{POSTGRES}/postgres", query, name)
+    return int(count)
 
 
 def connections_to(database_url: str) -> int:
