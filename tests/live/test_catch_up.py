@@ -17,7 +17,7 @@ from tasksapp import services
 from tasksapp.mcpclient import parse_detailed_task
 from tasksapp.models import RemoteTask, TaskEvent
 from tasksapp.services.tasks import task_note
-from tests.live.test_live import frames_until, make_task, signed_in, socket
+from tests.support.live import frames_until, make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

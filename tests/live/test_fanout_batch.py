@@ -10,7 +10,7 @@ from django.db import transaction
 
 from tasksapp import services
 from tasksapp.metrics import live_counts
-from tests.live.test_live import make_task, signed_in, socket
+from tests.support.live import make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

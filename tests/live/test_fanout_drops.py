@@ -16,7 +16,7 @@ from django.test import Client
 
 from tasksapp import events, metrics, services
 from tasksapp.redislayer import PooledRedisChannelLayer
-from tests.live.test_live import frames_until, make_task, signed_in, socket
+from tests.support.live import frames_until, make_task, signed_in, socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis]
 

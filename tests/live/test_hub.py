@@ -21,7 +21,7 @@ from tasksapp.live import hub
 from tasksapp.live import pages as pages_module
 from tasksapp.metrics import live_counts
 from tasksapp.models import RemoteTask
-from tests.live.test_live import frames_until, make_task, signed_in, socket
+from tests.support.live import frames_until, make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PAGES = 6

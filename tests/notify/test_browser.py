@@ -17,8 +17,8 @@ from tasksapp.models import McpServer, NotificationOutbox, NotificationPreferenc
 from tasksapp.notify import drainer
 from tasksapp.notify.scan import scan
 from tasksapp.notify.send import drain_once
-from tests.live.test_live import signed_in, socket
-from tests.views.test_inbox import FORM, asking
+from tests.support.inbox import FORM, asking
+from tests.support.live import signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PUSH = re.compile(

@@ -8,7 +8,7 @@ from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
 
 from tasksapp.models import OperatorAction
-from tests.live.test_live import signed_in, socket
+from tests.support.live import signed_in, socket
 from tests.support.opsdata import listed, logged_in, person, server, task
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,7 +17,7 @@ from django.db.migrations.loader import MigrationLoader
 from django.test import Client
 
 from tasksapp.lib import crypto
-from tests.live.test_live import HOST, closed_with, signed_in, socket
+from tests.support.live import HOST, closed_with, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "a-long-password-for-tests-7"
