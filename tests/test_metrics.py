@@ -9,24 +9,15 @@ from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from tasksapp import services
 from tasksapp.models import InputRequest, McpServer, RemoteTask, WorkerHeartbeat
 from tests.peers.launch import RunningPeer
 from tests.support.engine_helpers import run_worker_until
-from tests.support.opsdata import logged_in, person, server, task
+from tests.support.opsdata import logged_in, person, samples, server, task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOKEN = "metrics-token-for-tests-0123456789"
-
-
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
 
 
 @override_settings(METRICS_TOKEN=TOKEN)

@@ -21,13 +21,12 @@ from django.utils import timezone
 
 from tasksapp import events, services
 from tasksapp.models import McpServer, RemoteTask, WorkerHeartbeat
-from tests.engine.test_worker import scripted, started_on
 from tests.mcpclient import hostile_server as hostile
 from tests.support.engine_helpers import run_worker_until
 from tests.support.faults import StallProxy, stall_proxy
-from tests.support.opsdata import logged_in, person
+from tests.support.opsdata import logged_in, person, samples
+from tests.support.scripted import scripted, started_on
 from tests.support.stack import PrivateRedis, private_redis
-from tests.test_metrics import samples
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,7 +23,8 @@ from tasksapp.models import InputRequest, McpServer, OperatorAction, RemoteTask,
 from tests.mcpclient import hostile_server as hostile
 from tests.peers.launch import ROOT, RunningPeer
 from tests.support.engine_helpers import run_worker, run_worker_until
-from tests.support.faults import ScriptedServer, outage_proxy
+from tests.support.faults import outage_proxy
+from tests.support.scripted import QUESTION, scripted, started_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -318,42 +319,9 @@ def test_kill_9_loses_nothing_and_sends_no_answer_twice(
 
 # --- error paths ----------------------------------------------------------------------------------
 
-TOOL = {"name": "job", "inputSchema": {"type": "object", "properties": {}}}
-QUESTION = {
-    "method": "elicitation/create",
-    "params": {"mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {}}},
-}
-
-
-def scripted(
-    answers: dict[str, Callable[[dict[str, Any]], web.StreamResponse]], **task_fields: object
-) -> ScriptedServer:
-    """A server at the network edge: tools/list and tools/call as usual, other methods as told."""
-    now = timezone.now().isoformat()
-    created = hostile.task(**{"createdAt": now, "lastUpdatedAt": now, **task_fields})
-
-    async def script(request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
-        method = message.get("method", "")
-        if method in answers:
-            return answers[method](message)
-        if method == "tools/list":
-            return hostile.json_reply(hostile.response(message, {"tools": [TOOL]}))
-        if method == "tools/call":
-            return hostile.json_reply(hostile.response(message, {"resultType": "task", **created}))
-        return hostile.json_reply(hostile.response(message, {"resultType": "complete", **created}))
-
-    return ScriptedServer(script)
-
 
 def failing(code: int = -32603) -> Callable[[dict[str, Any]], web.StreamResponse]:
     return lambda message: hostile.json_reply(hostile.rpc_error(message, code, "it broke"))
-
-
-def started_on(server: ScriptedServer) -> RemoteTask:
-    registered = services.server_create(name="scripted", url=server.url, headers={}, user=None)
-    task = services.call_start(server=registered, tool="job", arguments={}, user=None).task
-    assert task is not None
-    return task
 
 
 def test_the_worker_waits_as_long_as_retry_after_asks(transactional_db: None) -> None:

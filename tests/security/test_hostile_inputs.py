@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from tasksapp.models import InputRequest, NotificationOutbox, NotificationPreference, RemoteTask
 from tasksapp.notify.scan import scan
-from tests.engine.test_worker import QUESTION, scripted
 from tests.mcpclient import hostile_server as hostile
 from tests.support.engine_helpers import run_worker_until
+from tests.support.scripted import QUESTION, scripted, started_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
 NEW_KEYS = 20
@@ -55,8 +55,6 @@ def test_a_flipping_task_is_bounded_flagged_pruned_and_told_once(settings: Any) 
     answer, polls = flipping()
     server = scripted({"tasks/get": answer})
     try:
-        from tests.engine.test_worker import started_on
-
         task = started_on(server)
 
         # The notification scan runs beside the worker, as it does in `manage.py worker`, until it

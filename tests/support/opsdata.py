@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from tasksapp.models import McpServer, RemoteTask
 
@@ -54,3 +55,12 @@ def listed(html: str) -> list[int]:
     import re
 
     return [int(pk) for pk in re.findall(r'<tr id="task-row-(\d+)"', html)]
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of a /metrics page, by name and sorted labels."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
