@@ -32,8 +32,7 @@ from tasksapp.models import (
 from tasksapp.notify import drainer
 from tasksapp.notify.scan import scan
 from tasksapp.notify.send import drain_once
-from tests.views.test_inbox import FORM, asking
-from tests.views.test_inbox_perf import open_tasks
+from tests.support.inbox import FORM, asking, open_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "s3cret-for-tests"

@@ -10,7 +10,7 @@ import pytest
 
 from tasksapp.demoserver.tools import TOOLS, TOOLS_BY_NAME
 from tasksapp.schemaforms.tools import NOT_SHOWN_AS_FIELDS, ToolFieldsForm, ToolJsonForm, tool_form
-from tests.schemaforms.test_elicitation import browser_submit
+from tests.support.forms import browser_submit
 
 FLAT: dict[str, Any] = {
     "type": "object",

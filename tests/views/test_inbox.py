@@ -2,7 +2,6 @@
 list with its filters and pre-task (MRTR) questions, answering in place, and the bulk answer."""
 
 import re
-import secrets
 import threading
 from typing import Any
 
@@ -19,11 +18,11 @@ from tasksapp import events, services
 from tasksapp.consumers import LiveConsumer
 from tasksapp.models import InputRequest, McpServer, PendingCall, RemoteTask
 from tests.peers.launch import RunningPeer
-from tests.schemaforms.test_elicitation import browser_submit
 from tests.support.engine_helpers import run_worker_until
+from tests.support.forms import browser_submit
+from tests.support.inbox import FORM, asking
 
 pytestmark = pytest.mark.django_db(transaction=True)
-FORM = {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}
 OTHER_FORM = {
     "message": "Age?",
     "requestedSchema": {"type": "object", "properties": {"age": {"type": "integer"}}},
@@ -38,18 +37,6 @@ def operator_client(name: str = "op") -> Client:
     client = Client()
     client.force_login(user)
     return client
-
-
-def asking(server: McpServer, tool: str, method: str, params: dict[str, Any]) -> RemoteTask:
-    task = RemoteTask(
-        server=server, tool_name=tool, status="input_required", remote_created_at=timezone.now()
-    )
-    task.set_remote_id(secrets.token_urlsafe(12))
-    task.save()
-    request = InputRequest(task=task, method=method, params=params)
-    request.set_key(secrets.token_urlsafe(8))
-    request.save()
-    return task
 
 
 def shown(html: str) -> set[int]:

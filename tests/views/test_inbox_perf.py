@@ -1,8 +1,6 @@
 """The inbox with many open requests: one page at a time, the most urgent first, no JavaScript needed,
 a constant number of queries whatever the number of open requests."""
 
-import re
-import secrets
 from datetime import timedelta
 
 import pytest
@@ -12,42 +10,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from tasksapp.models import InputRequest, McpServer, RemoteTask
+from tasksapp.models import McpServer, RemoteTask
 from tasksapp.views.inbox import PAGE_TASKS
+from tests.support.inbox import open_tasks, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
-FORM = {
-    "message": "Please fill in your contact details.",
-    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-}
-
-
-def open_tasks(server: McpServer, count: int, *, start: int = 0) -> list[RemoteTask]:
-    """`count` tasks needing input; task i has i minutes of TTL left (so lower i is more urgent)."""
-    now = timezone.now()
-    tasks = []
-    for i in range(start, start + count):
-        task = RemoteTask(
-            server=server,
-            tool_name="ask_form",
-            status="input_required",
-            remote_created_at=now,
-            ttl_ms=(i + 1) * 60_000,
-        )
-        task.set_remote_id(secrets.token_urlsafe(16))
-        tasks.append(task)
-    RemoteTask.objects.bulk_create(tasks)
-    requests = []
-    for task in tasks:
-        request = InputRequest(task=task, method="elicitation/create", params=FORM)
-        request.set_key(secrets.token_urlsafe(16))
-        requests.append(request)
-    InputRequest.objects.bulk_create(requests)
-    return tasks
-
-
-def shown(html: str) -> list[int]:
-    return [int(pk) for pk in re.findall(r'id="inbox-task-(\d+)"', html)]
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from tasksapp.models import McpServer, RemoteTask, ServerAuthorization, TaskEvent
+from tests.support.inbox import open_tasks, shown
 from tests.support.opsdata import listed, logged_in, person, server, task
-from tests.views.test_inbox_perf import open_tasks, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
