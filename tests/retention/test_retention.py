@@ -28,9 +28,9 @@ from tasksapp.models import (
 )
 from tasksapp.retention import chores, purge
 from tasksapp.sessions import HashedSession
+from tests.support.deploy import manage
 from tests.support.engine_helpers import run_worker_until
 from tests.support.opsdata import logged_in, person, server, task
-from tests.test_settings import manage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OLD = timedelta(days=100)

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 
 from tasksapp.models import McpServer, RemoteTask
 from tests.peers.launch import ROOT, free_port
-from tests.test_settings import manage
+from tests.support.deploy import manage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

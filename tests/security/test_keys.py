@@ -16,7 +16,7 @@ from pytest_django.fixtures import Settings
 
 from tasksapp.lib import crypto
 from tasksapp.models import InputRequest, McpServer, RemoteTask
-from tests.test_settings import PRODUCTION, manage
+from tests.support.deploy import PRODUCTION, manage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
