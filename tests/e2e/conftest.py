@@ -275,3 +275,12 @@ def mark_window(page: Page) -> None:
 
 def expect_not_navigated(page: Page) -> None:
     assert page.evaluate("window.__e2eMarker") == "still here", "the page was reloaded or navigated"
+
+
+def fill_contact_form(question: Locator) -> None:
+    """Answers the demo server's contact form in `question` and sends it."""
+    expect(question).to_contain_text("Please fill in your contact details.")
+    question.get_by_label("Full name").fill("Ada Lovelace")
+    question.get_by_label("Email").fill("ada@example.com")
+    question.get_by_label("Plan").select_option("pro")
+    question.get_by_role("button", name="Accept and send").click()

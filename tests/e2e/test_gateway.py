@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import Demo, expect_live
-from tests.e2e.test_inbox import fill_contact_form
+from tests.e2e.conftest import Demo, expect_live, fill_contact_form
 from tests.peers.launch import ROOT, node_binary, npm_package
 
 pytestmark = [pytest.mark.browser, pytest.mark.fastmcp]

@@ -5,19 +5,18 @@ import re
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Locator, Page, Route, expect
+from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.conftest import badge, expect_live, expect_not_navigated, mark_window, run_tool
+from tests.e2e.conftest import (
+    badge,
+    expect_live,
+    expect_not_navigated,
+    fill_contact_form,
+    mark_window,
+    run_tool,
+)
 
 pytestmark = pytest.mark.browser
-
-
-def fill_contact_form(question: Locator) -> None:
-    expect(question).to_contain_text("Please fill in your contact details.")
-    question.get_by_label("Full name").fill("Ada Lovelace")
-    question.get_by_label("Email").fill("ada@example.com")
-    question.get_by_label("Plan").select_option("pro")
-    question.get_by_role("button", name="Accept and send").click()
 
 
 def expect_answers_in_result(page: Page) -> None:

@@ -1,8 +1,14 @@
-"""Small async helpers for driving a real server through McpClient in tests."""
+"""Small helpers for driving a real server from tests: through McpClient (async), or through the
+command line (`python -m tasksapp.mcpclient`, JSON lines out)."""
 
 import asyncio
+import json
+import subprocess
+import sys
+from typing import Any
 
 from tasksapp.mcpclient import DetailedTask, McpClient
+from tests.peers.launch import ROOT
 
 
 async def wait_for_status(
@@ -20,3 +26,17 @@ async def wait_for_status(
             if task.status in statuses:
                 return task, seen
             await asyncio.sleep((task.poll_interval_ms or 200) / 1000)
+
+
+def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tasksapp.mcpclient", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def lines(output: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]

@@ -1,25 +1,9 @@
 """`python -m tasksapp.mcpclient`: JSON out, one line per change, and the documented exit codes."""
 
 import json
-import subprocess
-import sys
-from typing import Any
 
-from tests.peers.launch import ROOT, RunningPeer, free_port
-
-
-def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tasksapp.mcpclient", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def lines(output: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in output.splitlines() if line.strip()]
+from tests.mcpclient.helpers import cli, lines
+from tests.peers.launch import RunningPeer, free_port
 
 
 def test_call_follow_prints_the_task_moving_to_completed(fastmcp_server: RunningPeer) -> None:

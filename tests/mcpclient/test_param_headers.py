@@ -15,8 +15,8 @@ from tasksapp.mcpclient import (
     param_header_names,
     param_headers,
 )
+from tests.mcpclient.helpers import cli, lines
 from tests.mcpclient.hostile_server import HostileServer, Message, json_reply, response, rpc_error
-from tests.mcpclient.test_cli import cli, lines
 from tests.peers.launch import RunningPeer
 
 TOOL = "test_custom_headers"

@@ -2,12 +2,12 @@
 in a fresh database of this test's own, driven through manage.py like production."""
 
 import json
+from collections.abc import Iterator
 
 import psycopg
 import pytest
 
-from tests.engine.test_scaleout import database, query  # noqa: F401 -- `database` is a fixture
-from tests.support.stack import env_for, manage
+from tests.support.stack import env_for, manage, postgres_database, sql
 
 SCRIPT = """
 import json
@@ -54,8 +54,15 @@ print("RESULT " + json.dumps(out))
 """
 
 
+@pytest.fixture
+def database() -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for this test only (a clone of the migrated template)."""
+    with postgres_database("search") as url:
+        yield url
+
+
 @pytest.mark.postgres
-def test_postgresql_full_text_search_is_indexed_and_follows_changes(database: str) -> None:  # noqa: F811
+def test_postgresql_full_text_search_is_indexed_and_follows_changes(database: str) -> None:
     env = env_for(database)
     output = manage(env, "shell", "-c", SCRIPT)
     found = json.loads(output.split("RESULT ", 1)[1])
@@ -77,7 +84,7 @@ def test_postgresql_full_text_search_is_indexed_and_follows_changes(database: st
     assert found["by duration"] == [*running_longest, ids["message"], ids["tool"], ids["arguments"]]
     for text in ("tsk-aaa111", "aaa111", "type", "content"):
         assert found[text] == [], text  # task ids and JSON keys are never indexed
-    indexes = query(database, "SELECT indexdef FROM pg_indexes WHERE tablename = 'tasksapp_task_search'")
+    indexes = sql(database, "SELECT indexdef FROM pg_indexes WHERE tablename = 'tasksapp_task_search'")
     assert any("USING gin (document)" in row[0] for row in indexes), indexes
     with psycopg.connect(database, autocommit=True) as connection:
         connection.execute("SET enable_seqscan = off")  # five rows: make the planner show it can use it
@@ -103,7 +110,7 @@ print("HITS " + json.dumps({w: search.filtered({"q": w}).count() for w in ("robo
 
 
 @pytest.mark.postgres
-def test_migration_0020_indexes_the_agents_of_tasks_mirrored_before_it(database: str) -> None:  # noqa: F811
+def test_migration_0020_indexes_the_agents_of_tasks_mirrored_before_it(database: str) -> None:
     env = env_for(database)
     manage(env, "migrate", "tasksapp", "0019", "-v0")  # back to the index of 0008: no agent
     manage(env, "shell", "-c", AGENT_TASK)
