@@ -1,7 +1,8 @@
 """The Worker: holds leased tasks in memory, polls each when due, applies changes through services.
 
 It owns the tasks and their schedule; the servers they live on are a ServerPool's (engine.servers),
-which hands each listen stream this worker as its TaskBoard (engine.listener).
+which hands each listen stream this worker as its TaskBoard (engine.listener). What a poll's outcome
+means for its task is engine.outcomes', which sees this worker as HeldTasks.
 """
 
 import asyncio
@@ -15,27 +16,24 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from tasksapp import services
 from tasksapp.engine import loops, snapshots, store
 from tasksapp.engine.confirmations import Confirmations
 from tasksapp.engine.health import ScheduleHealth
 from tasksapp.engine.heartbeat import Heartbeat
 from tasksapp.engine.listener import Pushed
 from tasksapp.engine.nudges import follow_nudges
+from tasksapp.engine.outcomes import PollOutcomes
 from tasksapp.engine.pollqueue import PollQueue
 from tasksapp.engine.servers import ServerChanges, ServerPool
 from tasksapp.engine.stats import WorkerStats
 from tasksapp.engine.store import db
 from tasksapp.engine.tracking import ServerState, TrackedTask, backoff_delay, poll_delay
 from tasksapp.lib.connections import CANNOT_WRITE
-from tasksapp.mcpclient import DetailedTask, McpError, ProtocolError, TransportError
-from tasksapp.mcpclient.oauth import AuthorizationRequired
-from tasksapp.services.errors import describe
+from tasksapp.mcpclient import DetailedTask
 from tasksapp.services.tasks import snapshot_fingerprint
 
 log = logging.getLogger(__name__)
 DB_BACKOFF_MAX_SECONDS = 5.0
-AUTHORIZATION_WAIT_SECONDS = 60.0  # a task whose server needs a person to reconnect looks again this often
 
 
 class Worker:
@@ -76,6 +74,7 @@ class Worker:
         self._adopted = False
         self._db_failures = 0
         self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
+        self._outcomes = PollOutcomes(pool=self.pool, stats=self.stats, held=self)
         self.confirmations = Confirmations(self.name)
 
     # --- the steps ------------------------------------------------------------------------
@@ -363,7 +362,7 @@ class Worker:
             # Checked again as the poll runs: a process frozen between starting a poll and sending it
             # (SIGSTOP, a paused VM) must not send it once another worker may hold the task.
             if not self._leases_lapsing(time.monotonic(), task):
-                await self._poll_once(task, server)
+                await self._outcomes.poll_once(task, server)
         except CANNOT_WRITE as exc:
             self._database_failed(task, exc)
         except Exception:  # the loop boundary: log with the task and server, keep going
@@ -383,31 +382,6 @@ class Worker:
             if len(self._in_flight) >= self.max_in_flight:
                 self.queue.wake()  # a slot frees up for polls that are already due
 
-    async def _poll_once(self, task: TrackedTask, server: ServerState) -> None:
-        """One tasks/get and what follows from it; every outcome reschedules or forgets the task."""
-        try:
-            snapshot = await server.client.get_task(task.remote_id)
-        except ProtocolError as exc:
-            await self.pool.record_answer(server)  # it answered: reachable, whatever it thinks of the task
-            await self._task_failed(task, exc)
-            return
-        except TransportError as exc:
-            await self._server_failed(server, exc, task)
-            return
-        except AuthorizationRequired as exc:
-            # A person must reconnect: the task is kept (never expired for this) and waits; a
-            # reconnect changes the server's row, and the new client polls it at once.
-            self.stats.errors += 1
-            await db(services.oauth_mark_needed)(server_id=server.server_id, exc=exc)
-            self.schedule(task, AUTHORIZATION_WAIT_SECONDS)
-            return
-        except McpError as exc:
-            await self._task_failed(task, exc)
-            return
-        self.stats.polls += 1
-        await self.pool.record_answer(server)
-        await self.apply(task, snapshot, "poll")
-
     def _database_failed(self, task: TrackedTask, exc: Exception) -> None:
         """The mirror cannot be written: every poll waits (capped back-off) instead of re-polling."""
         self.stats.errors += 1
@@ -423,26 +397,6 @@ class Worker:
         if self._db_failures:
             log.info("worker %s: the database is back", self.name)
             self._db_failures, self._db_backoff_until = 0, 0.0
-
-    async def _task_failed(self, task: TrackedTask, exc: McpError) -> None:
-        self.stats.errors += 1
-        if isinstance(exc, ProtocolError) and exc.is_not_found:
-            await db(snapshots.expire)(task.pk, "the server no longer knows this task (-32602)")
-            self.forget(task.pk)
-            return
-        task.errors += 1
-        await db(snapshots.record_error)(task.pk, describe(exc))
-        self.schedule(task, backoff_delay(task.errors))
-
-    async def _server_failed(self, server: ServerState, exc: TransportError, task: TrackedTask) -> None:
-        now = time.monotonic()
-        await self.pool.record_failure(server, exc)
-        grace = settings.MCP_TTL_GRACE_MS / 1000
-        if task.ttl_deadline is not None and time.time() > task.ttl_deadline + grace:
-            await db(snapshots.expire)(task.pk, f"its TTL passed while {snapshots.what_went_wrong(exc)}")
-            self.forget(task.pk)
-            return
-        self.schedule(task, server.backoff_until - now + random.uniform(0, 1))
 
     # --- beside the poll loop -------------------------------------------------------------
 
