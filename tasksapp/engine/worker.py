@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from tasksapp.engine import loops, snapshots, store
 from tasksapp.engine.confirmations import Confirmations
+from tasksapp.engine.dbbackoff import DatabaseBackoff
 from tasksapp.engine.health import ScheduleHealth
 from tasksapp.engine.heartbeat import Heartbeat
 from tasksapp.engine.listener import Pushed
@@ -33,7 +34,6 @@ from tasksapp.mcpclient import DetailedTask
 from tasksapp.services.tasks import snapshot_fingerprint
 
 log = logging.getLogger(__name__)
-DB_BACKOFF_MAX_SECONDS = 5.0
 
 
 class Worker:
@@ -72,8 +72,7 @@ class Worker:
         # another worker may have taken the tasks, and none is polled until a renewal says which stay.
         self._leases_until = 0.0
         self._adopted = False
-        self._db_failures = 0
-        self._db_backoff_until = 0.0  # monotonic: the mirror cannot be written, so polls wait
+        self._database = DatabaseBackoff(self.name)
         self._outcomes = PollOutcomes(pool=self.pool, stats=self.stats, held=self)
         self.confirmations = Confirmations(self.name)
 
@@ -104,7 +103,7 @@ class Worker:
             self._track_all(await db(store.load_tasks)(new - self.tasks.keys()))
             if len(new) < store.CLAIM_BATCH:
                 break
-        self._database_ok()
+        self._database.ok()
         self.pool.update_listeners()
 
     def _follow_servers(self, changes: ServerChanges) -> None:
@@ -184,8 +183,8 @@ class Worker:
                 continue
             if self._leases_lapsing(now, task):
                 continue
-            if server.backing_off(now) or self._db_backoff_until > now:
-                until = max(server.backoff_until, self._db_backoff_until)
+            if server.backing_off(now) or self._database.until > now:
+                until = max(server.backoff_until, self._database.until)
                 self.schedule(task, until - now + random.uniform(0, 1))
                 continue
             task.in_flight = True
@@ -363,8 +362,10 @@ class Worker:
             # (SIGSTOP, a paused VM) must not send it once another worker may hold the task.
             if not self._leases_lapsing(time.monotonic(), task):
                 await self._outcomes.poll_once(task, server)
-        except CANNOT_WRITE as exc:
-            self._database_failed(task, exc)
+        except CANNOT_WRITE as exc:  # the mirror cannot be written: every poll waits, not just this one
+            self.stats.errors += 1
+            now = time.monotonic()
+            self.schedule(task, self._database.failed(exc, now) - now + random.uniform(0, 1))
         except Exception:  # the loop boundary: log with the task and server, keep going
             log.exception("polling task #%s on %s failed", task.pk, server.name)
             self.stats.errors += 1
@@ -381,22 +382,6 @@ class Worker:
                     self.schedule(task, 0.0)
             if len(self._in_flight) >= self.max_in_flight:
                 self.queue.wake()  # a slot frees up for polls that are already due
-
-    def _database_failed(self, task: TrackedTask, exc: Exception) -> None:
-        """The mirror cannot be written: every poll waits (capped back-off) instead of re-polling."""
-        self.stats.errors += 1
-        now = time.monotonic()
-        if self._db_backoff_until <= now:
-            self._db_failures += 1
-            delay = min(backoff_delay(self._db_failures), DB_BACKOFF_MAX_SECONDS)
-            self._db_backoff_until = now + delay
-            log.warning("worker %s: database unreachable (%s); polls wait %.1f s", self.name, exc, delay)
-        self.schedule(task, self._db_backoff_until - now + random.uniform(0, 1))
-
-    def _database_ok(self) -> None:
-        if self._db_failures:
-            log.info("worker %s: the database is back", self.name)
-            self._db_failures, self._db_backoff_until = 0, 0.0
 
     # --- beside the poll loop -------------------------------------------------------------
 
