@@ -21,6 +21,7 @@ from tasksapp.engine.confirmations import Confirmations
 from tasksapp.engine.dbbackoff import DatabaseBackoff
 from tasksapp.engine.health import ScheduleHealth
 from tasksapp.engine.heartbeat import Heartbeat
+from tasksapp.engine.leases import LeaseClock
 from tasksapp.engine.listener import Pushed
 from tasksapp.engine.nudges import follow_nudges
 from tasksapp.engine.outcomes import PollOutcomes
@@ -66,11 +67,7 @@ class Worker:
         self._background: set[asyncio.Task[Any]] = set()
         self._stop = asyncio.Event()
         self._heartbeat = Heartbeat(self.name)
-        self._next_renew = 0.0
-        # Until when (monotonic) every lease this worker holds is surely its own: measured from before
-        # the claim or renewal that set it, so the database's lease_until is never earlier. Past it,
-        # another worker may have taken the tasks, and none is polled until a renewal says which stay.
-        self._leases_until = 0.0
+        self._leases = LeaseClock()
         self._adopted = False
         self._database = DatabaseBackoff(self.name)
         self._outcomes = PollOutcomes(pool=self.pool, stats=self.stats, held=self)
@@ -81,25 +78,24 @@ class Worker:
     async def refresh(self) -> None:
         """Sync servers, renew leases now and then, claim new tasks, and drop what is gone."""
         self._follow_servers(self.pool.sync(await db(store.enabled_servers)(self.name)))
-        span = settings.MCP_LEASE_SECONDS
         if not self._adopted:
             # A process restarted under the same --name takes over what its predecessor held at once.
             began = time.monotonic()
             self._track_all(await db(store.load_tasks)(await db(store.adopt)(self.name)))
-            self._leases_until = began + span
+            self._leases.held_from(began)
             self._adopted = True
-        if time.monotonic() >= self._next_renew:
+        if self._leases.renewal_due(time.monotonic()):
             began = time.monotonic()
-            self._next_renew = began + span / 3
+            self._leases.renewing(began)
             held = await db(store.renew)(self.name, set(self.tasks))
             for pk in self.tasks.keys() - held:
                 self.forget(pk)
-            self._leases_until = began + span
+            self._leases.held_from(began)
             await self._shed_excess()
         began = time.monotonic()
         while new := await db(store.claim)(self.name, len(self.tasks)):
             if not self.tasks:  # only new leases held: they are good from this claim on
-                self._leases_until = began + span
+                self._leases.held_from(began)
             self._track_all(await db(store.load_tasks)(new - self.tasks.keys()))
             if len(new) < store.CLAIM_BATCH:
                 break
@@ -198,9 +194,8 @@ class Worker:
     def _leases_lapsing(self, now: float, task: TrackedTask) -> bool:
         """True if this worker's leases may have lapsed (a starved or frozen process renews late):
         the task is polled after a renewal says it is still ours, never before."""
-        if now <= self._leases_until - settings.MCP_LEASE_SECONDS / 5:
+        if not self._leases.lapsing(now):
             return False
-        self._next_renew = 0.0
         self.queue.wake()
         self.schedule(task, 0.5)
         return True
@@ -398,5 +393,5 @@ class Worker:
         elif task is not None:
             self.schedule(task, 0.0)
         else:
-            self._next_renew = 0.0
+            self._leases.renew_soon()
             self.queue.wake()
