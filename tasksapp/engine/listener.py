@@ -21,7 +21,6 @@ pushed snapshots are written.
 """
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator
@@ -234,11 +233,12 @@ class ListenSupervisor:
 
 
 async def _first_of(stream: asyncio.Task[None], acked: asyncio.Event) -> None:
-    """Wait until the stream is acknowledged or has ended."""
+    """Wait until the stream is acknowledged or has ended. A cancellation of the caller always
+    propagates: the waiter is waited for with asyncio.wait, which does not raise its
+    CancelledError, so none can be taken for the caller's own and swallowed."""
     waiter = asyncio.create_task(acked.wait())
     try:
         await asyncio.wait([stream, waiter], return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiter.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await waiter
+        await asyncio.wait([waiter])
