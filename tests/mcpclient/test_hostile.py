@@ -7,6 +7,7 @@ client is patched. Every await that could hang runs under HANG_GUARD, so a regre
 """
 
 import asyncio
+import dataclasses
 import email.utils
 import json
 import time
@@ -811,7 +812,9 @@ async def test_an_sse_stream_that_pings_forever_ends_at_the_request_deadline() -
 
 
 async def test_a_json_body_that_trickles_forever_ends_at_the_request_deadline() -> None:
-    """One byte every 0.1 s never trips the read timeout; the whole-exchange deadline must."""
+    """One byte every 0.1 s never trips the read timeout; the whole-exchange deadline must. The
+    read timeout is 5 s here: with FAST's 0.5 s, a loaded machine that held this process's loop
+    (server and client) for half a second gave 'timed out waiting for data' instead."""
 
     async def script(request: web.Request, message: Message) -> web.StreamResponse:
         stream = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -820,7 +823,7 @@ async def test_a_json_body_that_trickles_forever_ends_at_the_request_deadline() 
             await stream.write(b" ")
             await asyncio.sleep(0.1)
 
-    exc = await get_task_fails(TransportError, script)
+    exc = await get_task_fails(TransportError, script, timeouts=dataclasses.replace(FAST, read=5.0))
     assert "no complete answer within 1 s" in str(exc)
 
 
