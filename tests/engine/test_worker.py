@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from io import StringIO
 from typing import Any
 
 import pytest
@@ -60,7 +61,11 @@ def test_full_lifecycle_from_the_command_line(registered: str, request: pytest.F
     response = (
         {"action": "accept", "content": {"name": "Ada"}} if tool == "ask_name" else {"action": "decline"}
     )
-    cli("tasks", "answer", str(task_id), key, json.dumps(response))
+    # call_command skips the command's run_from_argv, which puts the values after "--" for a
+    # person at a shell: fastmcp's keys may start with '-' (a clean-clone run failed on one).
+    call_command(
+        "tasks", "answer", "--json", "--", str(task_id), key, json.dumps(response), stdout=StringIO()
+    )
     run_worker_until(lambda: settled(task_id, "completed", "failed"))
     final = cli("tasks", "show", str(task_id))
     assert final["status"] == "completed" and final["inputRequests"] == {}
