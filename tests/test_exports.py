@@ -4,14 +4,17 @@ task ids (bearer secrets) only for roles that may act on tasks, every export aud
 import csv
 import io
 import json
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.http import StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import reverse
+from django.utils import timezone
 
-from tasksapp.models import OperatorAction
+from tasksapp import exports
+from tasksapp.models import Agent, OperatorAction
 from tests.support.opsdata import logged_in, person, server, task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -119,3 +122,35 @@ def test_an_export_another_site_asked_for_is_refused_and_not_audited() -> None:
         for allowed in ({"sec-fetch-site": "same-origin"}, {"sec-fetch-site": "none"}, {}):
             body(client.get(url, headers=allowed))  # its own page, a bookmark, a script
     assert OperatorAction.objects.filter(action="export").count() == 9
+
+
+def test_the_csv_cells_are_the_json_lines_values_with_formulas_escaped() -> None:
+    """The CSV export writes each row's cells straight from the columns (exports.task_cells); the
+    JSON Lines export writes the values. Cell for cell, the CSV is the JSON value as a cell: text
+    anyone but the dashboard chose (server and tool names, status messages, people's and agents'
+    names, task ids) escaped when a spreadsheet would run it, in every kind of row."""
+    now = timezone.now()
+    plus = person("+plus", "operator")
+    agent = Agent.objects.create(name="-agent", token_hash="0" * 64)
+    hostile = server("=SUM(A1)")
+    rows = [
+        task(hostile, "@tool", status_message="-1+1", started_by=plus, remote_id="=HYPERLINK(1)"),
+        task(hostile, "\tTab", status_message="\rCR", agent=agent, remote_id="+1", took=2.5),
+        task(hostile, "plain", status="failed", is_tool_error=True, remote_id="tsk-1", took=0.0004),
+        task(hostile, "plain", status="completed", is_tool_error=True, arguments={"=": ["=x", 1]}),
+        task(hostile, "plain", expired=True, expired_at=now, created_at=now - timedelta(seconds=3)),
+        task(hostile, "plain", cancel_requested_at=now, arguments=[1, "a"]),
+        task(
+            hostile, "日本語", status="cancelled", status_message="", finished_at=now + timedelta(seconds=1)
+        ),
+    ]
+    client = logged_in(plus)
+    cells = list(csv.DictReader(io.StringIO(body(client.get(reverse("tasks:export", args=["csv"]))))))
+    lines = body(client.get(reverse("tasks:export", args=["jsonl"])))
+    values = [json.loads(line) for line in lines.splitlines()]
+    assert len(cells) == len(values) == len(rows)
+    assert {row["task_id"] for row in cells} >= {"'=HYPERLINK(1)", "'+1", "tsk-1"}
+    assert {row["server"] for row in cells} == {"'=SUM(A1)"}
+    for csv_row, record in zip(cells, values, strict=True):
+        assert list(csv_row) == list(record)  # the same columns in the same order
+        assert csv_row == {column: exports._cell(value) for column, value in record.items()}

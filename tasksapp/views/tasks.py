@@ -84,13 +84,8 @@ def task_export(request: HttpRequest, fmt: str) -> HttpResponse | StreamingHttpR
     with_ids = can(request.user, CANCEL)
     detail = {"what": "tasks", "format": fmt, "filters": _given(filters), "sort": sort.value}
     services.export_record(user=request.user, detail={**detail, "with_task_ids": with_ids})
-    rows = exports.task_rows(tasks, with_task_ids=with_ids)
-    return exports.streamed(
-        rows,
-        exports.task_columns(with_task_ids=with_ids),
-        fmt,
-        "tasks",
-        asynchronous=exports.under_asgi(request),
+    return exports.tasks_streamed(
+        tasks, fmt, "tasks", with_task_ids=with_ids, asynchronous=exports.under_asgi(request)
     )
 
 

@@ -2,6 +2,7 @@
 
 import base64
 import hashlib
+import hmac
 import io
 import secrets
 from collections.abc import Callable, Iterator
@@ -148,6 +149,18 @@ def test_a_strong_random_key_passes() -> None:
     assert run.returncode == 0, run.stderr
 
 
+def _signed_under_current_key(blocks: bytes) -> str:
+    """A Fernet token whose HMAC is right under the current key around `blocks` as the padded
+    plaintext, whatever they hold (Fernet itself always pads correctly)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    key = crypto._keyring()[0].fernet_key
+    iv = secrets.token_bytes(16)
+    encryptor = Cipher(algorithms.AES(key[16:]), modes.CBC(iv)).encryptor()
+    body = b"\x80" + (1).to_bytes(8) + iv + encryptor.update(blocks) + encryptor.finalize()
+    return base64.urlsafe_b64encode(body + hmac.digest(key[:16], body, "sha256")).decode()
+
+
 def test_decrypt_many_reads_exactly_what_decrypt_reads(use_keys: UseKeys) -> None:
     """The export's batch decryption (one AES pass per key) against Fernet's own, token by token:
     current, fallback and single-SHA-256 keys, every plaintext length around the block size, and
@@ -167,7 +180,12 @@ def test_decrypt_many_reads_exactly_what_decrypt_reads(use_keys: UseKeys) -> Non
         for at in (0, 5, 12, 30, len(raw) - 40, len(raw) - 1)
     ]
     stranger = Fernet(Fernet.generate_key()).encrypt(b"not ours").decode()
-    unreadable = [*tampered, stranger, tokens[3][:-8], "not base64 !!", ""]
+    # signed under the current key, so only the padding or the text can refuse them
+    signed = [
+        _signed_under_current_key(body)
+        for body in (b"x" * 16, b"x" * 15 + b"\x00", b"x" * 13 + b"\x01\x02\x03", b"\xff\xfe" + b"\x0e" * 14)
+    ]
+    unreadable = [*tampered, stranger, *signed, tokens[3][:-8], "not base64 !!", "é" + tokens[5][1:], ""]
     mixed = [*tokens, *unreadable, tokens[0]]
 
     def one(token: str) -> str | None:
