@@ -83,6 +83,7 @@ def reset() -> None:
     """Forget the derived keys (after the settings changed, e.g. in tests)."""
     _keyring.cache_clear()
     _multi.cache_clear()
+    _signer.cache_clear()
 
 
 def encrypt(plaintext: str) -> str:
