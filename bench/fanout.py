@@ -958,8 +958,7 @@ def daphne_main(argv: list[str]) -> None:
         django.setup()
         from functools import partial
 
-        from tasksapp import consumers
-        from tasksapp.live import fanout, shared
+        from tasksapp.live import fanout, rooms, shared
 
         async def render_each(group: Any, items: Any, renderer: Any) -> dict[Any, Any]:
             """Each row its own database step, as on main before the batches."""
@@ -970,7 +969,7 @@ def daphne_main(argv: list[str]) -> None:
             return {item: await shared.render((group, item), at, partial(one, item)) for item, at in items}
 
         fanout.render_many = render_each
-        consumers._until_tick = lambda period: period
+        rooms.until_tick = lambda period: period
     if baseline:
         import django
 

@@ -1,8 +1,9 @@
 """One websocket per page. Thin and read-only: join the page's groups, catch up on what changed
 since the page was rendered, then send what changes, coalesced, as out-of-band swaps.
 
-What a page kind is sent lives in tasksapp/live/pages.py; renders are shared between sockets of
-the same audience (tasksapp/live/shared.py); frames are capped (tasksapp/live/frames.py). The
+What a page kind is sent lives in tasksapp/live/pages.py; the sockets of a process that show one
+page to one audience are a room (tasksapp/live/rooms.py), which queues each change once, renders
+it once and hands the same frames to each of them; frames are capped (tasksapp/live/frames.py). The
 socket closes when its session ends (logout, deactivation, password change; checked on a timer
 too) and after LIVE_SOCKET_MAX_SECONDS, when the page reconnects and catches up. docs/live.md.
 """
@@ -12,7 +13,6 @@ import contextvars
 import logging
 import time
 import zoneinfo
-from collections.abc import Coroutine
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,7 +24,7 @@ from django.utils.html import escape
 
 from tasksapp import events, prefs, redislayer
 from tasksapp.lib.connections import database_sync_to_async
-from tasksapp.live import frames, hub, inbox_badge, pages
+from tasksapp.live import frames, hub, pages, rooms
 from tasksapp.live.session import session_key_of, still_signed_in
 from tasksapp.notify import send
 from tasksapp.permissions import VIEW, can
@@ -85,13 +85,11 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self.close(code=REFUSED)
             return
         self.view = view
-        # The language and zone _open activated live in this context: what the hub hands over runs
-        # in the hub's task, so the work it starts for this socket is spawned in this one (_spawn).
+        # The language and zone _open activated live in this context: the socket's room renders in
+        # a copy of it (what the hub hands over runs in the hub's task).
         self.context = contextvars.copy_context()
         self.user_pk = user.pk
         self.session_key = session_key_of(self.scope)
-        self.pending: dict[pages.Item, float] = {}
-        self.flushing: asyncio.Task[None] | None = None
         self.joined = time.monotonic()
         joined_at = datetime.now(UTC)
         await self._join()
@@ -100,6 +98,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.watch = asyncio.create_task(self._watch_session())
         if "since" in params:  # a page (not a script, a test): it catches up
             await self._in_step(joined_at)
+        else:
+            self.room.caught_up(self, [], time.monotonic())
 
     async def _open(self, user: Any, params: dict[str, str]) -> pages.LivePage | None:
         """The page this socket follows, or None when it may not be opened. Activates the page's
@@ -117,19 +117,12 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         return pages.page_for(page, params, roles, _since(params.get("since", "")))
 
     async def _join(self) -> None:
-        """The page's groups, its session's and its user's, and the inbox badge's on every page."""
-        self.groups = [
-            *self.view.groups(),
-            events.session_group(self.session_key),
-            events.user_group(self.user_pk),
-        ]
-        if inbox_badge.GROUP not in self.groups:
-            self.groups.append(inbox_badge.GROUP)
+        """Its room (which receives the page's shared groups), then its session's and its user's
+        groups, joined by the socket itself."""
+        self.room = await rooms.rooms().join(self)
+        self.groups = [events.session_group(self.session_key), events.user_group(self.user_pk)]
         for group in self.groups:
-            if group in hub.SHARED:  # one subscription per process (tasksapp/live/hub.py)
-                await hub.hub().join(group, self)
-            else:
-                await self.channel_layer.group_add(group, self.channel_name)
+            await self.channel_layer.group_add(group, self.channel_name)
 
     async def _in_step(self, joined_at: datetime) -> None:
         """In step from here on: a reconnecting page asks for what changed since this moment, and
@@ -146,56 +139,27 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
     async def disconnect(self, code: int) -> None:
         await self._stop()
         for group in getattr(self, "groups", []):
-            if group not in hub.SHARED:
-                await self.channel_layer.group_discard(group, self.channel_name)
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def _stop(self) -> None:
-        """This socket's own tasks cancelled and its place in the process's hub given up."""
-        for task in (
-            getattr(self, "watch", None),
-            getattr(self, "flushing", None),
-            getattr(self, "resync_task", None),
-        ):
-            if task is not None:
-                task.cancel()
-        if hasattr(self, "groups"):
-            await hub.hub().leave(self)
+        """This socket's own task cancelled and its place in its room given up."""
+        watch = getattr(self, "watch", None)
+        if watch is not None:
+            watch.cancel()
+        room = getattr(self, "room", None)
+        if room is not None:
+            await rooms.rooms().leave(room, self)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Nothing is accepted from the browser: actions are CSRF-protected POSTs."""
 
-    # --- what the hub and the channel layer deliver -------------------------------------------
-
-    def deliver(self, message: dict[str, Any]) -> None:
-        """A message to a shared group, handed over by this process's hub (tasksapp/live/hub.py),
-        which has checked its number already: every task and server change reaches a socket so."""
-        kind = message.get("type")
-        if kind == "task.changed":
-            self._task_changed(message)
-        elif kind == "server.changed":
-            self._server_changed(message)
-
-    def resync(self, since: datetime) -> None:
-        """The hub noticed lost messages to a group of this page: catch up on what changed since."""
-        self.resync_task = self._spawn(self._catch_up(since))
+    # --- what the room and the channel layer deliver ------------------------------------------
 
     def hub_lost(self) -> None:
-        """The hub's channel layer failed: end as a failed receive does (__call__), so that the
-        page reconnects and catches up."""
+        """The hub's channel layer failed under this socket's room: end as a failed receive does
+        (__call__), so that the page reconnects and catches up."""
         if not self.hub_gone.done():
             self.hub_gone.set_result(None)
-
-    def _task_changed(self, event: dict[str, Any]) -> None:
-        if inbox_badge.is_badge_event(event):  # inbox: the nav badge on every page
-            self._queue(inbox_badge.BADGE)
-            if not isinstance(self.view, pages.InboxPage):
-                return
-        item = ("task", int(event["id"]))
-        if self.view.wants(item):
-            self._queue(item)
-
-    def _server_changed(self, event: dict[str, Any]) -> None:
-        self._queue(("server", int(event["id"])))
 
     async def notify_browser(self, event: dict[str, Any]) -> None:
         """A browser notification for this user (tasksapp/notify/send.py): static/tasksapp/notify.js
@@ -212,56 +176,13 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
     async def session_ended(self, event: dict[str, Any]) -> None:
         await self.close(code=SIGNED_OUT)
 
-    # --- sending -------------------------------------------------------------------------------
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> "asyncio.Task[None]":
-        """A task of this socket's, in its context (language, zone), whoever asked for it. A copy
-        each: tasks sharing one Context see each other's variables (asgiref's "already in the
-        database thread" flag among them, which then refuses every other database step)."""
-        return asyncio.create_task(work, context=self.context.copy())
-
-    def _queue(self, item: pages.Item) -> None:
-        """Coalesce: a burst of changes to one item becomes one fragment, a burst of items one frame."""
-        self.pending[item] = time.monotonic()
-        if self.flushing is None or self.flushing.done():
-            self.flushing = self._spawn(self._flush_soon())
-
-    async def _flush_soon(self) -> None:
-        while True:
-            # Every round on the shared grid, also the rounds after the first: what arrived during
-            # a round's renders waits for the next tick, with every other socket's, so that their
-            # renders are shared again (going round at once, each socket drifted off the grid
-            # under load and rendered for itself: 1,020 overview renders where 200 would do).
-            await asyncio.sleep(_until_tick(self.view.coalesce))
-            if not self.pending:
-                return
-            due, self.pending = self.pending, {}
-            fragments: list[pages.Fragment] = []
-            try:
-                # All at once, so that the renders of one flush (and of every socket flushing on
-                # the same tick) join one batch (tasksapp/live/fanout.py); in order.
-                badge = due.pop(inbox_badge.BADGE, None)  # inbox: the nav badge on every page
-                if badge is not None:
-                    fragments.append(await inbox_badge.fragment(badge))
-                fragments += await self.view.fragments_many(due)
-            except Exception:  # the loop boundary of one socket: the page reloads what it missed
-                log.exception("live: rendering %s for a %s page failed", list(due), type(self.view).__name__)
-                fragments.append((pages.RELOAD_REGION, frames.reload_hint([pages.RELOAD_REGION])))
-            for frame in frames.pack(fragments):
-                await self.send(text_data=frame)
-
     async def _catch_up(self, since: datetime) -> None:
+        """What changed since `since`, queued in the room (sent to this socket whole, the first time)."""
         items = await database_sync_to_async(self.view.catch_up)(since)
         if items is None:
             await self.send(text_data=frames.reload_hint([pages.RELOAD_REGION]))
-            return
-        asked = time.monotonic()  # a render from before this moment may predate what changed
-        if items:  # inbox: the nav badge may have moved too
-            self.pending[inbox_badge.BADGE] = asked
-        for item in items:
-            self.pending[item] = max(self.pending.get(item, asked), asked)
-        if self.pending and (self.flushing is None or self.flushing.done()):
-            self.flushing = self._spawn(self._flush_soon())
+            items = []  # the page reloads its live region: it is as the room's renders from now on
+        self.room.caught_up(self, items, time.monotonic())  # a render from before may predate them
 
     # --- the session ---------------------------------------------------------------------------
 
@@ -283,15 +204,6 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
                 # A dropped last message is followed by no gap to notice: a task's page re-reads
                 # its task on this timer too (sections it already has are not sent again).
                 await self._catch_up(checked - pages.MARGIN)
-
-
-def _until_tick(period: float) -> float:
-    """Seconds to the next multiple of `period` on the monotonic clock: the sockets of a process
-    flush on one grid, so what they render in a window is rendered once, in one batch. A change
-    waits `period` at most (half of it on average)."""
-    if period <= 0:
-        return 0.0
-    return period - (time.monotonic() % period)
 
 
 def _since(text: str) -> datetime:

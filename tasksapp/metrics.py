@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 # benchmarks read them): "renders" and "renders_shared" (tasksapp/live/shared.py; "renders" counts
 # fan-out batches' rows too), "batch_shared" (tasksapp/live/fanout.py, with its "batches",
 # "batch_items" and "batch_waits"), "changed_since", "changed_since_reused", "timeline_rendered",
-# "timeline_reused" (tasksapp/live/pages.py).
+# "timeline_reused" (tasksapp/live/pages.py), "frames_built" and "frames_sent" (tasksapp/live/rooms.py:
+# a frame is built once per room and shape, and sent to each of its sockets).
 live_counts: Counter[str] = Counter()
 
 ANSWER_BUCKETS = (5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)

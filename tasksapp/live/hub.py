@@ -3,10 +3,10 @@
 Every task change is published to the `tasks` group (and `inbox`, `servers`). Joined per socket,
 one change would be one channel-layer message per open socket (docs/live.md says what that cost).
 Here a process joins each shared group once, on a channel of its own, and hands each message to
-its local sockets in memory: one message per process per change, whatever the number of tabs.
-A socket only queues what changed (the consumers' flush and the shared, batched renders do the
-rest), so handing over is cheap. Per-task, per-session and per-user groups have few members and
-stay per socket.
+its local rooms in memory (tasksapp/live/rooms.py: the sockets showing one page to one audience):
+one message per process per change, whatever the number of tabs. A room only queues what changed
+(its flush and the shared, batched renders do the rest), so handing over is cheap. Per-session
+and per-user groups have few members and stay per socket.
 
 The hub starts with its first socket and stops (leaving its groups) with its last. channels_redis
 keeps all of a process's local channels (the sockets' and the hub's) in one Redis list:
@@ -128,7 +128,7 @@ class Hub:
                 gap.publisher,
                 gap.number,
                 gap.after,
-                len(members),
+                sum(getattr(member, "size", 1) for member in members),  # a room is many sockets
             )
             for member in members:
                 try:

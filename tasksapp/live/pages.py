@@ -30,6 +30,22 @@ from tasksapp.queryparams import parse_count, parse_id
 
 Item = tuple[str, int]  # ("task", pk), ("server", pk), ("overview", 0)
 Fragment = tuple[str, str]  # (element id, html)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A part of a frame that depends on the socket's own page (tasksapp/live/rooms.py): `first` if
+    the page picks it (LivePage.pick), else `second`. A task started after one page was rendered
+    is added at the top of that page and replaced in place on a later one; a question is added to
+    an inbox that does not show it yet."""
+
+    element_id: str
+    key: Any  # what the page is asked about: the task's start, its id
+    first: str
+    second: str
+
+
+Part = Fragment | Choice
 RELOAD_REGION = "live-region"  # every live page's updatable part, reloaded whole when needed
 TASK_SECTIONS = ("task-card", "task-inputs", "task-result", "task-timeline", "task-raw")
 TIMELINE_MAX_SHOW = 100_000  # as the page's ?show= (six digits)
@@ -117,17 +133,47 @@ class LivePage:
         """Items changed since `since` (sync, database); None when too many: reload the region."""
         raise NotImplementedError
 
-    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+    def share_key(self) -> tuple[Any, ...]:
+        """What every socket of one room shares (tasksapp/live/rooms.py): the page kind, what the
+        page was asked for and the audience. Sockets with the same key get the same frames."""
+        return (type(self).__name__, self.roles)
+
+    # Whether what this page is sent depends on what it was sent before (a task page's sections,
+    # a task list's stale marks): a socket joining a room gets the whole first (tasksapp/live/rooms.py).
+    remembers = False
+
+    def blank(self) -> "LivePage":
+        """The same page with nothing sent yet."""
+        return type(self)(self.roles, self.page_since)
+
+    def state_items(self) -> list[Item]:
+        """Items a joining socket must have had whole before it shares what the room sends."""
+        return []
+
+    def pick(self, choice: Choice) -> bool:
+        """Whether this socket's page takes `choice.first` (and notes that it now has it)."""
+        return False
+
+    async def fragments(self, item: Item, not_before: float) -> list[Part]:
         raise NotImplementedError
 
-    async def fragments_many(self, due: dict[Item, float]) -> list[Fragment]:
-        """The fragments for every item of one flush (item -> when this socket learnt of it), in
-        order; rendered all at once, so that every socket flushing on the same tick shares them."""
+    async def fragments_many(self, due: dict[Item, float]) -> list[Part]:
+        """The parts for every item of one flush (item -> when the room learnt of it), in order;
+        rendered all at once, so that every room flushing on the same tick shares them."""
         if len(due) == 1:  # a task's page: its one task (no task to gather it in)
             ((item, at),) = due.items()
             return await self.fragments(item, at)
         found = await asyncio.gather(*(self.fragments(item, at) for item, at in due.items()))
         return [fragment for part in found for fragment in part]
+
+
+def resolved(parts: list[Part], picks: tuple[bool, ...]) -> list[Fragment]:
+    """The fragments of `parts` for a page that made `picks` (one per Choice, in order)."""
+    chosen = iter(picks)
+    return [
+        (part.element_id, part.first if next(chosen) else part.second) if isinstance(part, Choice) else part
+        for part in parts
+    ]
 
 
 @dataclass(frozen=True)
@@ -179,11 +225,22 @@ class TaskPage(LivePage):
     def wants(self, item: Item) -> bool:
         return item == ("task", self.pk)
 
+    def share_key(self) -> tuple[Any, ...]:
+        return (*super().share_key(), self.pk, self.show)
+
+    remembers = True
+
+    def blank(self) -> "TaskPage":
+        return TaskPage(self.roles, self.page_since, self.pk, self.show)
+
+    def state_items(self) -> list[Item]:
+        return [("task", self.pk)]
+
     def catch_up(self, since: datetime) -> list[Item] | None:
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
         return [("task", self.pk)] if changed is None or self.pk in changed else []
 
-    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+    async def fragments(self, item: Item, not_before: float) -> list[Part]:
         if not self.wants(item):
             return []
         rendered: tuple[list[tuple[str, str, str]], Timeline] | None = await shared.render(
@@ -192,7 +249,7 @@ class TaskPage(LivePage):
         if rendered is None:
             return []
         sections, timeline = rendered
-        changed = []
+        changed: list[Part] = []
         for element_id, html, hashed in sections:
             if self.sent.get(element_id) != hashed:
                 self.sent[element_id] = hashed
@@ -315,6 +372,18 @@ class ListPage(LivePage):
     def groups(self) -> list[str]:
         return [events.TASKS, events.SERVERS]
 
+    def share_key(self) -> tuple[Any, ...]:
+        return (*super().share_key(), self.fresh)
+
+    remembers = True
+
+    def blank(self) -> "ListPage":
+        return ListPage(self.roles, self.page_since, fresh=self.fresh)
+
+    def pick(self, choice: Choice) -> bool:
+        # Rows started after the page was rendered are added at the top of a fresh page.
+        return self.fresh and bool(choice.key >= self.page_since)
+
     def catch_up(self, since: datetime) -> list[Item] | None:
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
         if changed is None:
@@ -331,26 +400,27 @@ class ListPage(LivePage):
             return None
         return [("task", pk) for pk in changed] + [("server", pk) for pk in servers]
 
-    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+    async def fragments(self, item: Item, not_before: float) -> list[Part]:
         return await self.fragments_many({item: not_before})
 
-    async def fragments_many(self, due: dict[Item, float]) -> list[Fragment]:
+    async def fragments_many(self, due: dict[Item, float]) -> list[Part]:
         # Rows in batches: every row that sockets of this audience need in this turn, in one
         # database step (tasksapp/live/fanout.py), and one await for all of this flush's rows.
         asked = [(pk, at) for (kind, pk), at in due.items() if kind == "task"]
         rows = await fanout.render_many(("row", self.roles), asked, self._render_rows)
-        fragments: list[Fragment] = []
+        fragments: list[Part] = []
         for (kind, pk), at in due.items():
             if kind == "server":
                 fragments += await self._stale_mark(pk, at)
             elif kind == "task" and (row := rows.get(pk)) is not None:
                 created, replace, insert = row
-                # Rows started after the page was rendered are added at the top of a fresh page.
-                fresh = self.fresh and created >= self.page_since
-                fragments.append((f"task-row-{pk}", insert if fresh else replace))
+                if self.fresh:  # at the top of a page rendered before the task started (pick)
+                    fragments.append(Choice(f"task-row-{pk}", created, insert, replace))
+                else:
+                    fragments.append((f"task-row-{pk}", replace))
         return fragments
 
-    async def _stale_mark(self, pk: int, not_before: float) -> list[Fragment]:
+    async def _stale_mark(self, pk: int, not_before: float) -> list[Part]:
         """The server's stale marks into the rows of that server on the page: one for all of them
         while it is disabled, else one per worker that reported on it, into the rows of the tasks
         that worker holds (htmx swaps an out-of-band element into all elements its selector matches)."""
@@ -432,6 +502,19 @@ class InboxPage(LivePage):
     def groups(self) -> list[str]:
         return [events.INBOX]
 
+    def share_key(self) -> tuple[Any, ...]:
+        return (*super().share_key(), self.filter_key)
+
+    def blank(self) -> "InboxPage":
+        return InboxPage(self.roles, self.page_since, self.filters)
+
+    def pick(self, choice: Choice) -> bool:
+        """A task's questions are added at the end of a page that does not show them yet."""
+        if choice.key in self.shown:
+            return False
+        self.shown.add(choice.key)
+        return True
+
     def catch_up(self, since: datetime) -> list[Item] | None:
         self.shown = set(
             inbox_view.filtered_open(self.filters)
@@ -441,7 +524,7 @@ class InboxPage(LivePage):
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
         return None if changed is None else [("task", pk) for pk in changed]
 
-    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+    async def fragments(self, item: Item, not_before: float) -> list[Part]:
         kind, pk = item
         if kind != "task":
             return []
@@ -451,15 +534,14 @@ class InboxPage(LivePage):
             return []
         asking, replace, plain = found
         element_id = f"inbox-task-{pk}"
-        if not asking or pk in self.shown:
+        if not asking:
             return [(element_id, replace)]
-        self.shown.add(pk)
         insert = (
             f'<div id="{element_id}" hx-swap-oob="delete"></div>'
             '<p id="inbox-empty" hx-swap-oob="delete"></p>'
             f'<div hx-swap-oob="beforeend:#inbox-items">{plain}</div>'
         )
-        return [(element_id, insert)]
+        return [Choice(element_id, pk, insert, replace)]  # added where the page does not show it (pick)
 
     def _render(self, pk: int) -> tuple[bool, str, str] | None:
         task = RemoteTask.objects.select_related("server").filter(pk=pk).first()
@@ -491,7 +573,7 @@ class OverviewPage(LivePage):
     def catch_up(self, since: datetime) -> list[Item] | None:
         return [("overview", 0)]
 
-    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+    async def fragments(self, item: Item, not_before: float) -> list[Part]:
         # Its own thread: an expensive aggregate must not queue behind the worker's writes.
         html = await shared.render(("overview", self.roles), not_before, self._render, thread_sensitive=False)
         return [("overview-live", html)]
@@ -511,7 +593,7 @@ class ServersPage(LivePage):
         servers = _at_most(McpServer.objects.values_list("id", flat=True), SERVERS_CAUGHT_UP)
         return None if servers is None else [("server", pk) for pk in servers]
 
-    async def fragments(self, item: Item, not_before: float) -> list[Fragment]:
+    async def fragments(self, item: Item, not_before: float) -> list[Part]:
         kind, pk = item
         if kind != "server":
             return []

@@ -1,6 +1,6 @@
-"""Batched fan-out renders (tasksapp/live/fanout.py): the rows that several task-list sockets of one
-audience need in the same flush are rendered once each, together, in one database step, and every
-socket still gets every row."""
+"""Batched fan-out renders (tasksapp/live/fanout.py) and rooms (tasksapp/live/rooms.py): the rows
+that the task-list sockets of one audience need in the same flush are rendered once each, together,
+in one database step, the frame is built once, and every socket still gets every row."""
 
 import re
 
@@ -27,7 +27,8 @@ async def test_rows_for_many_sockets_are_rendered_once_each_in_one_step() -> Non
     sockets = [socket(client, "page=tasks") for _ in range(5)]
     for communicator in sockets:
         assert (await communicator.connect())[0]
-    before = {key: live_counts[key] for key in ("batches", "batch_items", "batch_waits")}
+    counted = ("batches", "batch_items", "batch_waits", "frames_built", "frames_sent")
+    before = {key: live_counts[key] for key in counted}
 
     await sync_to_async(change_together)(tasks)
     for communicator in sockets:
@@ -45,9 +46,14 @@ async def test_rows_for_many_sockets_are_rendered_once_each_in_one_step() -> Non
     items = live_counts["batch_items"] - before["batch_items"]
     assert 1 <= batches <= 2
     assert 3 <= items <= 3 * batches
-    # Each socket waits once per batch its rows are in, not once per row: per-row futures and
-    # tasks were most of a loaded process's event loop (bench/fanout.py --profile).
+    # The five sockets are one room: it waits once per batch its rows are in, not once per row or
+    # per socket (per-row futures and tasks were most of a loaded process's event loop, and then a
+    # flush per socket: bench/fanout.py --profile), twice on its first flush (the parts for sockets
+    # not in step yet, from the same batch), and builds each frame once for all five.
     waits = live_counts["batch_waits"] - before["batch_waits"]
-    assert len(sockets) <= waits <= 2 * len(sockets)
+    assert 1 <= waits <= 2 * batches
+    built = live_counts["frames_built"] - before["frames_built"]
+    sent = live_counts["frames_sent"] - before["frames_sent"]
+    assert 1 <= built <= 2 and sent == len(sockets) * built
     for communicator in sockets:
         await communicator.disconnect()

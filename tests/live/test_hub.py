@@ -15,9 +15,8 @@ from django.conf import settings
 from django.utils import timezone, translation
 
 from tasksapp import events, services
-from tasksapp.consumers import LiveConsumer
 from tasksapp.lib.connections import database_sync_to_async
-from tasksapp.live import hub
+from tasksapp.live import hub, rooms
 from tasksapp.live import pages as pages_module
 from tasksapp.metrics import live_counts
 from tasksapp.models import RemoteTask
@@ -84,25 +83,24 @@ async def test_a_lost_message_is_noticed_once_and_every_page_catches_up_with_one
     lost = [r for r in caplog.records if "were dropped" in r.getMessage()]
     assert len(lost) == 1, [r.getMessage() for r in lost]  # once for the process, not once a page
     assert f"its {PAGES} socket(s) catch up" in lost[0].getMessage()
-    # What changed since: one query for all six pages.
+    # What changed since: one question for all six pages (they are one room), one query.
     assert live_counts["changed_since"] - before["changed_since"] == 1
-    assert live_counts["changed_since_reused"] - before["changed_since_reused"] == PAGES - 1
+    assert live_counts["changed_since_reused"] - before["changed_since_reused"] == 0
     for communicator in pages:
         await communicator.disconnect()
 
 
-async def test_work_the_hub_starts_for_one_socket_can_use_the_database_side_by_side() -> None:
-    """A flush and a catch-up of one socket, both started by the hub, each take a database step at
+async def test_work_the_hub_starts_for_one_room_can_use_the_database_side_by_side() -> None:
+    """A flush and a catch-up of one room, both started by the hub, each take a database step at
     the same time: spawned in one shared Context, the second was refused ("Single thread executor
     already being used, would deadlock"), and under load every list page stopped updating."""
-    consumer = LiveConsumer()
-    consumer.context = contextvars.copy_context()
+    room = rooms.Room("k", pages_module.OverviewPage((), timezone.now()), contextvars.copy_context())
     step = database_sync_to_async(time.sleep)
 
     async def use() -> None:
         await step(0.2)
 
-    await asyncio.gather(consumer._spawn(use()), consumer._spawn(use()))
+    await asyncio.gather(room.spawn(use()), room.spawn(use()))
 
 
 def test_a_task_pages_timeline_entries_are_rendered_once_per_content_language_and_zone() -> None:

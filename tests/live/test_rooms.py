@@ -1,0 +1,75 @@
+"""Rooms (tasksapp/live/rooms.py): the sockets of a process that show one page to one audience get
+frames built once for all of them, and a socket's own page still decides what it is sent: a socket
+that joins late gets the whole of what changed before it shares the room's differences, and a new
+task's row goes to the top only of the pages rendered before the task started."""
+
+import re
+import time
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from tasksapp import services
+from tasksapp.metrics import live_counts
+from tests.support.live import frames_until, make_task, signed_in, socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def quiet(*communicators: WebsocketCommunicator) -> None:
+    """Every frame sent so far read (each socket's live-sync stamp, its catch-up)."""
+    for communicator in communicators:
+        while not await communicator.receive_nothing(timeout=0.6):
+            await communicator.receive_from(timeout=1)
+
+
+async def test_a_socket_joining_a_task_pages_room_late_gets_the_whole_page_then_the_differences() -> None:
+    _, client = await sync_to_async(signed_in)()
+    task = await sync_to_async(make_task)()
+    first = socket(client, f"page=task&task={task.pk}")
+    assert (await first.connect())[0]
+    await sync_to_async(services.task_record_error)(task=task, error="before the second tab")
+    whole = (await frames_until(first, lambda frame: "before the second tab" in frame))[-1]
+    assert 'id="task-raw"' in whole and 'id="task-timeline"' in whole  # its first: the whole page
+
+    second = socket(client, f"page=task&task={task.pk}")  # the same room (page, task, audience)
+    assert (await second.connect())[0]
+    await sync_to_async(services.task_record_error)(task=task, error="seen by both tabs")
+    differences = (await frames_until(first, lambda frame: "seen by both tabs" in frame))[-1]
+    joined = (await frames_until(second, lambda frame: "seen by both tabs" in frame))[-1]
+    # The tab in step gets what changed (the card), not the raw JSON's section or the whole
+    # timeline again; the tab that joined late has had nothing from the room yet, so it gets
+    # everything (with the differences only, it would keep a stale raw section).
+    assert 'id="task-card"' in differences
+    assert 'id="task-raw"' not in differences and 'id="task-timeline"' not in differences
+    assert 'id="task-raw"' in joined and 'id="task-timeline"' in joined
+
+    before = {key: live_counts[key] for key in ("frames_built", "frames_sent")}
+    await sync_to_async(services.task_record_error)(task=task, error="now both in step")
+    for communicator in (first, second):
+        frame = (await frames_until(communicator, lambda frame: "now both in step" in frame))[-1]
+        assert 'id="task-raw"' not in frame
+    built = live_counts["frames_built"] - before["frames_built"]
+    assert built == 1 and live_counts["frames_sent"] - before["frames_sent"] == 2  # one frame, two tabs
+    for communicator in (first, second):
+        await communicator.disconnect()
+
+
+async def test_a_new_task_goes_to_the_top_only_of_the_lists_rendered_before_it_started() -> None:
+    _, client = await sync_to_async(signed_in)()
+    older = socket(client, f"page=tasks&fresh=1&since={time.time() - 60:.6f}")
+    assert (await older.connect())[0]
+    task = await sync_to_async(make_task)()
+    later = socket(client, f"page=tasks&fresh=1&since={time.time():.6f}")  # rendered with the task
+    assert (await later.connect())[0]
+    await quiet(older, later)
+
+    await sync_to_async(services.task_record_error)(task=task, error="one poll failed")
+    row = rf'<tr id="task-row-{task.pk}"'
+    added = (await frames_until(older, lambda frame: f"task-row-{task.pk}" in frame))[-1]
+    assert re.search(rf'<tbody hx-swap-oob="afterbegin:#task-rows">\s*{row}', added)
+    replaced = (await frames_until(later, lambda frame: f"task-row-{task.pk}" in frame))[-1]
+    assert f'{row} hx-swap-oob="true">' in replaced and "afterbegin" not in replaced
+    for communicator in (older, later):
+        await communicator.disconnect()
