@@ -154,15 +154,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# In each process's memory: the task list's rows of ended tasks, rendered once per audience
-# (templates/tasksapp/task_list.html says what a row's key holds). Nothing else uses a cache.
+# Nothing uses a cache (the task list's rows are cheap to build: tasksapp/presenters/task_rows.py).
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "default"},
-    "task_rows": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-        "LOCATION": "task-rows",
-        "OPTIONS": {"MAX_ENTRIES": 5000},  # about 1.5 KB a row
-    },
 }
 
 REDIS_URL = env_str("REDIS_URL", "")

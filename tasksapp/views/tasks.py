@@ -12,6 +12,7 @@ from tasksapp import exports, search, services
 from tasksapp.lib import crypto
 from tasksapp.models import Agent, McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
+from tasksapp.presenters import task_rows
 from tasksapp.presenters.task import SHOW_LIMIT, task_context
 from tasksapp.queryparams import parse_count
 from tasksapp.views.common import not_cross_site, page
@@ -48,8 +49,10 @@ def task_list(request: HttpRequest) -> HttpResponse:
     for key in ("page", "sort", "picked", *ignored):  # the links add their own page and sort; never bad ids
         query.pop(key, None)
     earlier, later = PAGER_WORDS.get(sort, (gettext_lazy("previous"), gettext_lazy("next")))
+    picked_all = request.GET.get("picked") == "all"  # "select all" without JavaScript
     context = {
         "page_obj": current,
+        "rows": task_rows.rows_html(current, picked_all=picked_all),
         "filters": filters,
         "status_filters": STATUS_FILTERS,
         "sort": sort,
@@ -62,7 +65,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "earlier": earlier,
         "later": later,
         "ignored": [(key, filters[key]) for key in ignored],
-        "picked_all": request.GET.get("picked") == "all",  # "select all" without JavaScript
+        "picked_all": picked_all,
     }
     fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
     live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}
