@@ -1,0 +1,556 @@
+"""Fan-out cost per frame (issue 24 goal 1): Daphne's CPU per websocket frame delivered, for the
+product's task list and task page beside two baselines on the same Daphne + channels_redis.
+
+    flock /tmp/heavy.lock nice -n 5 env PYTHONPATH=$PWD .venv/bin/python bench/fanout_cost.py \\
+        [--tabs 50,100,250] [--modes all] [--seconds 10] [--rate 20] [--rounds 1] [--json out.json]
+
+Set-up, once: a fresh PostgreSQL database ('bench' in its name; --database-url names one), migrated,
+four users (two viewers, two operators: two audiences), one server row and --tasks working tasks
+written through the service the worker uses (no MCP server, no worker process).
+
+Then, for each N of --tabs and each round, every mode in turn, each on a fresh Daphne (on the Redis
+channel layer, a Redis database index of the bench's own, --redis-db, emptied before each run):
+
+- `bare-hub`: bench/fanout_bare.py's one subscription per process handing a pre-built frame to every
+  socket in memory (the product's hub without rendering): the floor for this stack;
+- `bare-group`: bench/fanout_bare.py's plain AsyncWebsocketConsumer per socket in the `tasks` group,
+  sending the pre-built frame for each message;
+- `list`: the product, N tabs on /tasks/ (every changed task is on its first page);
+- `page`: the product, N tabs over the pages of 10 tasks.
+
+One client process holds the N sockets, half of them viewers', half operators'. A product tab is
+what a browser does: it GETs its page with the session cookie, reads `ws-connect` and the page's
+`data-since`, and connects with the cookie and the page's Origin. Once every socket is open, a driver
+process (this script's `drive` sub-command, Django set up on the same database and Redis) makes
+--rate changes a second: for the product, a new status message for a task through the worker's own
+write-and-publish path (tasksapp.engine.snapshots.apply_snapshots, which runs
+services.task_apply_snapshot: the row, its timeline, `task.changed` published after commit), round
+robin over the list's tasks or the 10 watched tasks; for the baselines, the same `task.changed`
+message published through tasksapp.events, without the database write.
+
+After --warm-up seconds the bench reads Daphne's user+system CPU (/proc/<pid>/stat) and every
+socket's counts, and again --seconds later. Per run it prints:
+- frames: text frames the sockets received in the window, beside those expected (each change in the
+  window times the sockets that show its task): a mode that drops frames shows;
+- updates: task changes those frames carried (a task-list frame carries every row changed since the
+  socket's last flush: the product coalesces for LIVE_COALESCE_MS, 150 ms, so at 20 changes/s a list
+  frame holds about 3 rows); a baseline's or a task page's frame is one update;
+- µs of Daphne CPU per frame (the issue's measure) and per update, each beside bare-hub's at the
+  same N; bytes per frame; the load average.
+
+The baselines' frame is --frame-bytes long; by default the size of one task-list row update,
+measured once at the start (one product tab, changes 0.4 s apart). The machine has 2 cores shared
+with other sessions: read the ratios, and the load average printed beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import json
+import multiprocessing
+import os
+import queue
+import re
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import serving  # noqa: E402
+from bench.fanout import SINCE, WS_CONNECT, marked  # noqa: E402
+
+MODES = ("bare-hub", "bare-group", "list", "page")
+LABELS = {"bare-hub": "bare-hub", "bare-group": "bare-group", "list": "task list", "page": "task page"}
+WATCHED = 10  # the task page mode's tasks
+USERS = 4  # viewer, operator, viewer, operator
+ROW_ID = re.compile(r'<tr id="task-row-(\d+)"')
+PROBE_CHANGES = 6
+
+
+# --- set-up and driver (sub-commands, Django set up in their own process) -------------------------
+
+
+def setup_main(argv: list[str]) -> None:
+    """`fanout_cost.py setup --tasks N`: migrate, people and sessions, a server row and N working
+    tasks; prints SETUP {"sessions": [...], "tasks": [...]} (tasks newest first)."""
+    parser = argparse.ArgumentParser(prog="fanout_cost.py setup")
+    parser.add_argument("--tasks", type=int, required=True)
+    args = parser.parse_args(argv)
+    import django
+
+    django.setup()
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.auth.models import Group, User
+    from django.core.management import call_command
+
+    from tasksapp import services
+    from tasksapp.mcpclient.types import parse_detailed_task
+    from tasksapp.models import McpServer
+    from tasksapp.permissions import ensure_roles
+    from tasksapp.sessions import SessionStore
+
+    call_command("migrate", verbosity=0, interactive=False)
+    ensure_roles()
+    sessions = []
+    for i in range(USERS):
+        user = User.objects.create_user(f"fan{i}", password=None)
+        user.groups.add(Group.objects.get(name="operator" if i % 2 else "viewer"))
+        session = SessionStore()
+        session[SESSION_KEY] = str(user.pk)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        sessions.append(session.session_key)
+    server = McpServer.objects.create(
+        name="bench", url="http://127.0.0.1:9/mcp", era="modern", tasks_supported=True
+    )
+    tasks = []
+    for i in range(args.tasks):
+        snapshot = parse_detailed_task(_wire(f"bench-task-{i}", "starting", _now_iso()))
+        task = services.task_create(
+            server=server, snapshot=snapshot, tool_name="slow_count", arguments={"n": i}, user=None
+        )
+        tasks.append(task.pk)
+    print("SETUP " + json.dumps({"sessions": sessions, "tasks": tasks[::-1]}), flush=True)
+
+
+def _now_iso() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat()
+
+
+def _wire(task_id: str, message: str, at: str, created: str | None = None) -> dict[str, Any]:
+    """A working task as tasks/get returns it."""
+    return {
+        "taskId": task_id,
+        "status": "working",
+        "statusMessage": message,
+        "createdAt": created or at,
+        "lastUpdatedAt": at,
+        "ttlMs": None,
+        "pollIntervalMs": 1000,
+    }
+
+
+def drive_main(argv: list[str]) -> None:
+    """`fanout_cost.py drive --kind product|bare --tasks 1,2 --rate R --seconds S`: R changes a second
+    for S seconds, round robin over the tasks; prints STARTED, then DRIVEN {"changes": [[t, pk]...]}."""
+    parser = argparse.ArgumentParser(prog="fanout_cost.py drive")
+    parser.add_argument("--kind", choices=("product", "bare"), required=True)
+    parser.add_argument("--tasks", required=True)
+    parser.add_argument("--rate", type=float, required=True)
+    parser.add_argument("--seconds", type=float, required=True)
+    args = parser.parse_args(argv)
+    import django
+
+    django.setup()
+    from tasksapp import events
+    from tasksapp.engine import snapshots
+    from tasksapp.mcpclient.types import parse_detailed_task
+    from tasksapp.models import RemoteTask
+
+    ids = [int(pk) for pk in args.tasks.split(",")]
+    rows = {task.pk: task for task in RemoteTask.objects.filter(pk__in=ids)}
+    remote = {pk: (rows[pk].remote_id, rows[pk].created_at_raw) for pk in ids}
+    events.publish_task_changed(ids[0])  # the publisher thread and its connection, before the clock
+    events.wait_sent(10)
+    print("STARTED", flush=True)
+    run = secrets.token_hex(3)  # every message new to the row, whatever earlier runs wrote
+    changes: list[tuple[float, int]] = []
+    unchanged, behind = 0, 0.0
+    period = 1 / args.rate
+    due = time.monotonic()
+    ends = due + args.seconds
+    while due < ends:
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        else:
+            behind = max(behind, -delay)
+        pk = ids[len(changes) % len(ids)]
+        if args.kind == "product":
+            task_id, created = remote[pk]
+            wire = _wire(task_id, f"{run} step {len(changes)}", _now_iso(), created)
+            [changed] = snapshots.apply_snapshots([(pk, parse_detailed_task(wire))], "poll")
+            unchanged += not changed
+        else:
+            events.publish_task_changed(pk)  # outside a transaction: sent at once
+        changes.append((time.time(), pk))
+        due += period
+    sent = events.wait_sent(30)
+    print("DRIVEN " + json.dumps({"changes": changes, "unchanged": unchanged, "behind_s": round(behind, 3),
+                                  "all_sent": sent}), flush=True)  # fmt: skip
+
+
+# --- the client process: N sockets, counted in shared arrays ------------------------------------
+
+
+def client_main(specs: list[dict[str, Any]], counts: Any, commands: Any, results: Any) -> None:
+    """`counts` holds three int64s per socket: frames, updates, bytes (written here only)."""
+    asyncio.run(_client(specs, counts, commands, results))
+
+
+async def _client(specs: list[dict[str, Any]], counts: Any, commands: Any, results: Any) -> None:
+    import aiohttp
+
+    closed: list[str] = [""] * len(specs)
+    opened: list[int] = []
+    stop = asyncio.Event()
+    gate = asyncio.Semaphore(20)  # pages load a few at a time, as a person opens tabs
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as http:
+        tabs = [
+            asyncio.create_task(_tab(i, spec, http, gate, stop, counts, closed, opened))
+            for i, spec in enumerate(specs)
+        ]
+        while len({*opened, *(j for j, reason in enumerate(closed) if reason)}) < len(specs):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        results.put(("opened", opened, [reason for reason in closed if reason]))
+        while True:
+            try:
+                commands.get_nowait()
+                break
+            except queue.Empty:
+                await asyncio.sleep(0.1)
+        stop.set()
+        await asyncio.gather(*tabs, return_exceptions=True)
+    results.put(("done", [reason for reason in closed if reason and reason != "stopped"]))
+
+
+async def _tab(
+    i: int,
+    spec: dict[str, Any],
+    http: Any,
+    gate: asyncio.Semaphore,
+    stop: asyncio.Event,
+    counts: Any,
+    closed: list[str],
+    opened: list[int],
+) -> None:
+    import aiohttp
+
+    base = spec["base"]
+    headers = {"Cookie": f"sessionid={spec['session']}"} if spec.get("session") else {}
+    try:
+        async with gate:
+            if spec.get("page"):
+                page = await (await http.get(base + spec["page"], headers=headers)).text()
+                connect, since = WS_CONNECT.search(page), SINCE.search(page)
+                if not connect or not since:
+                    closed[i] = f"no live page at {spec['page']}"
+                    return
+                url = base.replace("http://", "ws://") + html.unescape(connect.group(1))
+                url += "&since=" + since.group(1)
+            else:
+                url = base.replace("http://", "ws://") + spec["ws"]
+            socket = await http.ws_connect(
+                url, headers={**headers, "Origin": base}, max_msg_size=0, heartbeat=None
+            )
+        opened.append(i)
+    except (aiohttp.ClientError, OSError) as exc:
+        closed[i] = f"refused: {exc!r}"
+        return
+    rows = spec.get("rows", False)
+    async with socket:
+        while not stop.is_set():
+            try:
+                message = await socket.receive(timeout=0.5)
+            except TimeoutError:
+                continue
+            if message.type != aiohttp.WSMsgType.TEXT:
+                closed[i] = f"closed {message.type.name} {socket.close_code}"
+                return
+            counts[3 * i] += 1
+            counts[3 * i + 1] += len(set(ROW_ID.findall(message.data))) if rows else 1
+            counts[3 * i + 2] += len(message.data)
+    closed[i] = "stopped"
+
+
+# --- one run ------------------------------------------------------------------------------------
+
+
+def plan(mode: str, tabs: int, base: str, sessions: list[str], tasks: list[int]) -> list[dict[str, Any]]:
+    """What each socket opens; sessions alternate viewer and operator."""
+    specs: list[dict[str, Any]] = []
+    for i in range(tabs):
+        spec: dict[str, Any] = {"base": base, "session": sessions[i % len(sessions)]}
+        if mode.startswith("bare-"):
+            spec["ws"] = f"/ws/{mode}/"
+        elif mode == "list":
+            spec.update(page="/tasks/", rows=True)
+        else:
+            pk = tasks[i % WATCHED]
+            spec.update(page=f"/tasks/{pk}/", task=pk)
+        specs.append(spec)
+    return specs
+
+
+def run_one(
+    args: argparse.Namespace,
+    mode: str,
+    tabs: int,
+    env: dict[str, str],
+    setup: dict[str, Any],
+    logs: Path,
+    frame_bytes: int,
+    rate: float | None = None,
+    seconds: float | None = None,
+    warm_up: float | None = None,
+) -> dict[str, Any]:
+    import redis
+
+    rate, seconds = rate or args.rate, seconds or args.seconds
+    warm_up = args.warm_up if warm_up is None else warm_up
+    redis.Redis.from_url(env["REDIS_URL"]).flushdb()  # no group members left by an earlier Daphne
+    port = serving.free_port()
+    base = f"http://127.0.0.1:{port}"
+    bare = mode.startswith("bare-")
+    app = "bench.fanout_bare:application" if bare else "dashboard.asgi:application"
+    daphne_env = {**env, "FANOUT_FRAME_BYTES": str(frame_bytes)}
+    tasks = setup["tasks"] if mode != "page" else setup["tasks"][:WATCHED]
+    specs = plan(mode, tabs, base, setup["sessions"], tasks)
+    log = logs / f"daphne-{mode}-{tabs}.log"
+    context = multiprocessing.get_context("spawn")
+    counts = context.Array("q", 3 * tabs, lock=False)
+    commands, results = context.Queue(), context.Queue()
+    with serving.server(serving.daphne(app, port), daphne_env, f"{base}/login/", log) as pid:
+        client = context.Process(target=client_main, args=(specs, counts, commands, results), daemon=True)
+        client.start()
+        try:
+            _, opened, refused = results.get(timeout=600)
+            if not opened:
+                raise RuntimeError(f"[{mode} {tabs}] no socket opened: {refused[:3]}")
+            drive = [
+                sys.executable, str(ROOT / "bench" / "fanout_cost.py"), "drive",
+                "--kind", "bare" if bare else "product", "--tasks", ",".join(map(str, tasks)),
+                "--rate", str(rate), "--seconds", str(warm_up + seconds + 0.5),
+            ]  # fmt: skip
+            driver = subprocess.Popen(
+                drive, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            assert driver.stdout is not None
+            if driver.stdout.readline().strip() != "STARTED":
+                driver.wait(30)
+                raise RuntimeError(
+                    f"the driver did not start:\n{driver.stderr.read() if driver.stderr else ''}"
+                )
+            time.sleep(warm_up)
+            before, t0 = (
+                (serving.cpu_seconds(pid), list(counts), serving.cpu_seconds(client.pid or 0)),
+                time.time(),
+            )
+            time.sleep(seconds)
+            after, t1 = (
+                (serving.cpu_seconds(pid), list(counts), serving.cpu_seconds(client.pid or 0)),
+                time.time(),
+            )
+            load = serving.load()
+            out, err = driver.communicate(timeout=seconds + warm_up + 120)
+            if driver.returncode != 0:
+                raise RuntimeError(f"the driver exited {driver.returncode}:\n{err[-3000:]}")
+            driven = marked(out, "DRIVEN")
+            commands.put("stop")
+            _, lost = results.get(timeout=120)
+            client.join(30)
+        finally:
+            if client.is_alive():
+                client.terminate()
+    watching: dict[int, int] = {}  # task -> open sockets that show its changes
+    for i in opened:
+        for pk in [specs[i]["task"]] if mode == "page" else tasks:
+            watching[pk] = watching.get(pk, 0) + 1
+    window = [pk for t, pk in driven["changes"] if t0 <= t < t1]
+    expected = sum(watching.get(pk, 0) for pk in window)
+    frames = sum(after[1][0::3]) - sum(before[1][0::3])
+    updates = sum(after[1][1::3]) - sum(before[1][1::3])
+    size = sum(after[1][2::3]) - sum(before[1][2::3])
+    cpu = after[0] - before[0]
+    silent = sum(1 for i in opened if after[1][3 * i] == before[1][3 * i])
+    return {
+        "mode": mode, "tabs": tabs, "opened": len(opened), "refused": refused[:3], "closed": lost[:3],
+        "seconds": round(t1 - t0, 2), "changes": len(window), "rate": round(len(window) / (t1 - t0), 1),
+        "frames": frames, "updates": updates, "expected": expected, "silent_sockets": silent,
+        "bytes_per_frame": round(size / frames) if frames else None,
+        "daphne_cpu_s": round(cpu, 3), "daphne_cores": round(cpu / (t1 - t0), 2),
+        "client_cores": round((after[2] - before[2]) / (t1 - t0), 2),
+        "us_per_frame": round(cpu / frames * 1e6, 1) if frames else None,
+        "us_per_update": round(cpu / updates * 1e6, 1) if updates else None,
+        "driver_behind_s": driven["behind_s"], "unchanged": driven["unchanged"], "load": load,
+    }  # fmt: skip
+
+
+def probe_frame_bytes(
+    args: argparse.Namespace, env: dict[str, str], setup: dict[str, Any], logs: Path
+) -> int:
+    """The size of one task-list row update as the product sends it: one operator tab on /tasks/,
+    changes 0.4 s apart (so no two share a frame)."""
+    operator = {**setup, "sessions": setup["sessions"][1:2]}
+    run = run_one(args, "list", 1, env, operator, logs, 0, rate=2.5, seconds=PROBE_CHANGES / 2.5, warm_up=0.5)
+    if not run["frames"]:
+        raise RuntimeError(f"the frame-size probe received no frame: {run}")
+    return int(run["bytes_per_frame"])
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
+
+
+def _ratio(value: float | None, floor: float | None) -> str:
+    return f"{value / floor:.1f}x" if value is not None and floor else "-"
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def report(runs: list[dict[str, Any]], args: argparse.Namespace, frame_bytes: int) -> None:
+    tabs = sorted({run["tabs"] for run in runs})
+    modes = [mode for mode in MODES if any(run["mode"] == mode for run in runs)]
+    floors = {
+        n: {
+            key: _median([run[key] for run in runs if run["mode"] == "bare-hub" and run["tabs"] == n])
+            for key in ("us_per_frame", "us_per_update")
+        }
+        for n in tabs
+    }
+    print(f"\n== Fan-out cost: Daphne CPU per delivered frame, {args.rate:g} changes/s, "
+          f"{args.seconds:g} s windows, {args.rounds} round(s) ==")  # fmt: skip
+    print(f"baselines' frame {frame_bytes:,} bytes; load average now {serving.load()}")
+    print(
+        "\n| run | tabs | changes/s | frames delivered / expected | updates delivered / expected "
+        "| bytes/frame | Daphne cores | µs/frame | x bare-hub | µs/update | x bare-hub | load |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for run in runs:
+        floor = floors[run["tabs"]]
+        opened = f"{run['tabs']}" if run["opened"] == run["tabs"] else f"{run['opened']} of {run['tabs']}"
+        print(
+            f"| {LABELS[run['mode']]} | {opened} | {run['rate']:g} | {run['frames']:,} / {run['expected']:,} "
+            f"| {run['updates']:,} / {run['expected']:,} | {_us(run['bytes_per_frame'])} "
+            f"| {run['daphne_cores']:.2f} | {_us(run['us_per_frame'])} "
+            f"| {_ratio(run['us_per_frame'], floor['us_per_frame'])} | {_us(run['us_per_update'])} "
+            f"| {_ratio(run['us_per_update'], floor['us_per_update'])} | {run['load']} |"
+        )
+    header = " | ".join(f"{n} tabs" for n in tabs)
+    print(f"\n| µs of Daphne CPU per delivered frame (x bare-hub) | {header} |")
+    print("|---|" + "---:|" * len(tabs))
+    for mode in modes:
+        cells = []
+        for n in tabs:
+            value = _median([run["us_per_frame"] for run in runs if run["mode"] == mode and run["tabs"] == n])
+            cells.append(f"{_us(value)} ({_ratio(value, floors[n]['us_per_frame'])})")
+        print(f"| {LABELS[mode]} | " + " | ".join(cells) + " |")
+    print(f"\n| µs of Daphne CPU per update (one change shown in one tab) (x bare-hub) | {header} |")
+    print("|---|" + "---:|" * len(tabs))
+    for mode in modes:
+        cells = []
+        for n in tabs:
+            value = _median(
+                [run["us_per_update"] for run in runs if run["mode"] == mode and run["tabs"] == n]
+            )
+            cells.append(f"{_us(value)} ({_ratio(value, floors[n]['us_per_update'])})")
+        print(f"| {LABELS[mode]} | " + " | ".join(cells) + " |")
+    print(
+        "\nGoal (issue 24): task list <= 1.5x bare-hub, task page <= 2x, at 50, 100 and 250 tabs. A "
+        "task-list frame carries every row its socket noticed in one coalescing period (LIVE_COALESCE_MS); a "
+        "baseline's or a task page's frame, one change."
+    )
+
+
+@contextmanager
+def database(url: str | None) -> Iterator[str]:
+    """The throw-away database --database-url names (dropped and created again, dropped after), or a
+    new one."""
+    if url is None:
+        with serving.postgres_database("bench_fanout_cost") as fresh:
+            yield fresh
+        return
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if not url.startswith("postgres") or "bench" not in name:
+        raise SystemExit(f"--database-url must name a throw-away PostgreSQL database ('bench' in it): {url}")
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("setup", "drive"):
+        {"setup": setup_main, "drive": drive_main}[sys.argv[1]](sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tabs", default="50,100,250", help="numbers of open sockets, comma-separated")
+    parser.add_argument("--modes", default="all", help=f"all, or some of {','.join(MODES)}")
+    parser.add_argument("--seconds", type=float, default=10.0, help="the measured window")
+    parser.add_argument("--warm-up", type=float, default=3.0, help="driven seconds before the window")
+    parser.add_argument("--rate", type=float, default=20.0, help="task changes per second")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--tasks", type=int, default=30, help="tasks on the list's first page (at most 50)")
+    parser.add_argument("--frame-bytes", type=int, help="the baselines' frame (default: measured)")
+    parser.add_argument("--redis-db", type=int, default=11, help="a Redis database index of the bench's own")
+    parser.add_argument("--database-url", help="a throw-away PostgreSQL database ('bench' in its name)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    modes = list(MODES) if args.modes == "all" else args.modes.split(",")
+    unknown = set(modes) - set(MODES)
+    if unknown or not WATCHED <= args.tasks <= 50:
+        parser.error(f"unknown modes {sorted(unknown)}" if unknown else "--tasks must be 10 to 50")
+    tab_counts = [int(n) for n in args.tabs.split(",")]
+    logs = Path(tempfile.mkdtemp(prefix="bench-fanout-cost-"))
+    print(f"{os.cpu_count()} cores; load average {serving.load()}; logs in {logs}", flush=True)
+    with database(args.database_url) as url:
+        env = serving.bench_env(
+            DATABASE_URL=url, DASHBOARD_VAR_DIR=str(logs), SECRET_KEY=secrets.token_urlsafe(48),
+            DJANGO_SETTINGS_MODULE="dashboard.settings",
+        )  # fmt: skip
+        setup_out = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "fanout_cost.py"), "setup", "--tasks", str(args.tasks)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        if setup_out.returncode != 0:
+            raise SystemExit(f"set-up failed:\n{setup_out.stdout}{setup_out.stderr}")
+        setup = marked(setup_out.stdout, "SETUP")
+        live_env = {**env, "REDIS_URL": f"redis://127.0.0.1:6379/{args.redis_db}"}
+        frame_bytes = args.frame_bytes or probe_frame_bytes(args, live_env, setup, logs)
+        print(f"{args.tasks} tasks, {USERS} users; baselines' frame {frame_bytes:,} bytes", flush=True)
+        runs = []
+        for n in tab_counts:
+            for round_ in range(args.rounds):
+                for mode in modes:
+                    run = run_one(args, mode, n, live_env, setup, logs, frame_bytes)
+                    runs.append({**run, "round": round_ + 1})
+                    print(json.dumps(runs[-1]), flush=True)
+    report(runs, args, frame_bytes)
+    if args.json:
+        args.json.write_text(json.dumps({"frame_bytes": frame_bytes, "runs": runs}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
