@@ -5,9 +5,10 @@ with no rendering, configured as the product is (dashboard/settings.py's channel
 
 - `/ws/bare-group/`: a plain AsyncWebsocketConsumer per socket joins the `tasks` group and sends the
   frame for each message it receives: one channel-layer message per socket per change.
-- `/ws/bare-hub/`: one subscription for the process (started with the first socket: a channel of the
-  layer's own kind, joined to `tasks`, and a receive loop) hands the frame to every open socket in
-  memory, as the product's hub does (tasksapp/live/hub.py): one message per process per change.
+- `/ws/bare-hub/`: one subscription for the process (set up before the first socket is accepted: a
+  channel of the layer's own kind, joined to `tasks`, and a receive loop) hands the frame to every
+  open socket in memory, as the product's hub does (tasksapp/live/hub.py): one message per process
+  per change.
 
 The messages are the product's own `task.changed` (the driver publishes them through
 tasksapp.events). Any HTTP request answers 200 "up" (the readiness probe).
@@ -55,16 +56,19 @@ class _ProcessHub:
     def __init__(self) -> None:
         self.sockets: set[BareHub] = set()
         self.running: asyncio.Task[None] | None = None
+        self.lock = asyncio.Lock()
 
-    def join(self, socket: BareHub) -> None:
-        self.sockets.add(socket)
-        if self.running is None or self.running.done():
-            self.running = asyncio.create_task(self._run(), name="bare-hub")
+    async def join(self, socket: BareHub) -> None:
+        """Subscribed (the group joined) when this returns, as the product's hub is before it accepts."""
+        async with self.lock:
+            if self.running is None or self.running.done():
+                layer = get_channel_layer()
+                channel = await layer.new_channel()
+                await layer.group_add(GROUP, channel)
+                self.running = asyncio.create_task(self._run(layer, channel), name="bare-hub")
+            self.sockets.add(socket)
 
-    async def _run(self) -> None:
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        await layer.group_add(GROUP, channel)
+    async def _run(self, layer: Any, channel: str) -> None:
         while True:
             await layer.receive(channel)
             for socket in list(self.sockets):
@@ -76,8 +80,8 @@ _hub = _ProcessHub()
 
 class BareHub(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     async def connect(self) -> None:
+        await _hub.join(self)
         await self.accept()
-        _hub.join(self)
 
     async def disconnect(self, code: int) -> None:
         _hub.sockets.discard(self)

@@ -30,11 +30,14 @@ message published through tasksapp.events, without the database write.
 
 After --warm-up seconds the bench reads Daphne's user+system CPU (/proc/<pid>/stat) and every
 socket's counts, and again --seconds later. Per run it prints:
-- frames: text frames the sockets received in the window, beside those expected (each change in the
-  window times the sockets that show its task): a mode that drops frames shows;
+- frames: text frames the sockets received in the window;
 - updates: task changes those frames carried (a task-list frame carries every row changed since the
   socket's last flush: the product coalesces for LIVE_COALESCE_MS, 150 ms, so at 20 changes/s a list
-  frame holds about 3 rows); a baseline's or a task page's frame is one update;
+  frame holds about 3 rows); a baseline's or a task page's frame is one update. Beside them, those
+  expected: each change in the window times the sockets that show its task;
+- late / never delivered: once the driver has stopped, the bench waits until no frame has come for
+  a second: updates that came after the driver stopped were late (a backlog), and those of all the
+  driven changes that never came were lost (a full channel drops silently);
 - µs of Daphne CPU per frame (the issue's measure) and per update, each beside bare-hub's at the
   same N; bytes per frame; the load average.
 
@@ -77,6 +80,7 @@ WATCHED = 10  # the task page mode's tasks
 USERS = 4  # viewer, operator, viewer, operator
 ROW_ID = re.compile(r'<tr id="task-row-(\d+)"')
 PROBE_CHANGES = 6
+DRAIN_SECONDS = 30  # after the driver stops: frames still on their way are late, not lost
 
 
 # --- set-up and driver (sub-commands, Django set up in their own process) -------------------------
@@ -146,8 +150,9 @@ def _wire(task_id: str, message: str, at: str, created: str | None = None) -> di
 
 
 def drive_main(argv: list[str]) -> None:
-    """`fanout_cost.py drive --kind product|bare --tasks 1,2 --rate R --seconds S`: R changes a second
-    for S seconds, round robin over the tasks; prints STARTED, then DRIVEN {"changes": [[t, pk]...]}."""
+    """`fanout_cost.py drive --kind product|bare --tasks 1,2 --rate R --seconds S`: once a line comes on
+    its standard input, R changes a second for S seconds, round robin over the tasks; prints STARTED,
+    then DRIVEN {"changes": [[t, pk]...], ...}."""
     parser = argparse.ArgumentParser(prog="fanout_cost.py drive")
     parser.add_argument("--kind", choices=("product", "bare"), required=True)
     parser.add_argument("--tasks", required=True)
@@ -167,6 +172,7 @@ def drive_main(argv: list[str]) -> None:
     remote = {pk: (rows[pk].remote_id, rows[pk].created_at_raw) for pk in ids}
     events.publish_task_changed(ids[0])  # the publisher thread and its connection, before the clock
     events.wait_sent(10)
+    sys.stdin.readline()  # the bench's go, once every socket is open
     print("STARTED", flush=True)
     run = secrets.token_hex(3)  # every message new to the row, whatever earlier runs wrote
     changes: list[tuple[float, int]] = []
@@ -298,6 +304,18 @@ def plan(mode: str, tabs: int, base: str, sessions: list[str], tasks: list[int])
     return specs
 
 
+def _drained(counts: Any, limit: float) -> list[int]:
+    """The sockets' counts once no frame has arrived for a second (at most `limit` seconds)."""
+    deadline, last = time.monotonic() + limit, list(counts)
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = list(counts)
+        if now == last:
+            break
+        last = now
+    return last
+
+
 def run_one(
     args: argparse.Namespace,
     mode: str,
@@ -310,6 +328,7 @@ def run_one(
     seconds: float | None = None,
     warm_up: float | None = None,
 ) -> dict[str, Any]:
+    """One fresh Daphne with `tabs` sockets of `mode`, driven for warm-up + window; its figures."""
     import redis
 
     rate, seconds = rate or args.rate, seconds or args.seconds
@@ -319,76 +338,108 @@ def run_one(
     base = f"http://127.0.0.1:{port}"
     bare = mode.startswith("bare-")
     app = "bench.fanout_bare:application" if bare else "dashboard.asgi:application"
-    daphne_env = {**env, "FANOUT_FRAME_BYTES": str(frame_bytes)}
     tasks = setup["tasks"] if mode != "page" else setup["tasks"][:WATCHED]
     specs = plan(mode, tabs, base, setup["sessions"], tasks)
-    log = logs / f"daphne-{mode}-{tabs}.log"
     context = multiprocessing.get_context("spawn")
     counts = context.Array("q", 3 * tabs, lock=False)
     commands, results = context.Queue(), context.Queue()
-    with serving.server(serving.daphne(app, port), daphne_env, f"{base}/login/", log) as pid:
-        client = context.Process(target=client_main, args=(specs, counts, commands, results), daemon=True)
-        client.start()
-        try:
+    drive = [
+        sys.executable, str(ROOT / "bench" / "fanout_cost.py"), "drive",
+        "--kind", "bare" if bare else "product", "--tasks", ",".join(map(str, tasks)),
+        "--rate", str(rate), "--seconds", str(warm_up + seconds + 0.5),
+    ]  # fmt: skip
+    # Started first, so that its Django is set up while Daphne starts and the sockets open; it waits
+    # for a line on its standard input.
+    driver = subprocess.Popen(
+        drive, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    daphne = serving.daphne(app, port)
+    log = logs / f"daphne-{mode}-{tabs}.log"
+    client = context.Process(target=client_main, args=(specs, counts, commands, results), daemon=True)
+    try:
+        with serving.server(daphne, {**env, "FANOUT_FRAME_BYTES": str(frame_bytes)}, f"{base}/", log) as pid:
+            client.start()
             _, opened, refused = results.get(timeout=600)
             if not opened:
                 raise RuntimeError(f"[{mode} {tabs}] no socket opened: {refused[:3]}")
-            drive = [
-                sys.executable, str(ROOT / "bench" / "fanout_cost.py"), "drive",
-                "--kind", "bare" if bare else "product", "--tasks", ",".join(map(str, tasks)),
-                "--rate", str(rate), "--seconds", str(warm_up + seconds + 0.5),
-            ]  # fmt: skip
-            driver = subprocess.Popen(
-                drive, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-            assert driver.stdout is not None
+            assert driver.stdin is not None and driver.stdout is not None
+            driver.stdin.write("go\n")
+            driver.stdin.flush()
             if driver.stdout.readline().strip() != "STARTED":
-                driver.wait(30)
-                raise RuntimeError(
-                    f"the driver did not start:\n{driver.stderr.read() if driver.stderr else ''}"
-                )
+                raise RuntimeError(f"the driver did not start:\n{driver.communicate(timeout=30)[1]}")
+            started = list(counts)
             time.sleep(warm_up)
-            before, t0 = (
-                (serving.cpu_seconds(pid), list(counts), serving.cpu_seconds(client.pid or 0)),
+            before = (
                 time.time(),
+                serving.cpu_seconds(pid),
+                serving.cpu_seconds(client.pid or 0),
+                list(counts),
             )
             time.sleep(seconds)
-            after, t1 = (
-                (serving.cpu_seconds(pid), list(counts), serving.cpu_seconds(client.pid or 0)),
+            after = (
                 time.time(),
+                serving.cpu_seconds(pid),
+                serving.cpu_seconds(client.pid or 0),
+                list(counts),
             )
             load = serving.load()
             out, err = driver.communicate(timeout=seconds + warm_up + 120)
             if driver.returncode != 0:
                 raise RuntimeError(f"the driver exited {driver.returncode}:\n{err[-3000:]}")
-            driven = marked(out, "DRIVEN")
+            ended, drained = list(counts), _drained(counts, DRAIN_SECONDS)
             commands.put("stop")
             _, lost = results.get(timeout=120)
             client.join(30)
-        finally:
-            if client.is_alive():
-                client.terminate()
+    finally:
+        for process in (driver, client):
+            if (process.poll() is None) if isinstance(process, subprocess.Popen) else process.is_alive():
+                process.kill()
+    counted = {"started": started, "before": before[3], "after": after[3], "ended": ended, "drained": drained}
+    return {
+        "mode": mode, "tabs": tabs, "opened": len(opened), "refused": refused[:3], "closed": lost[:3],
+        **_figures(mode, specs, opened, tasks, marked(out, "DRIVEN"), before, after, counted),
+        "client_cores": round((after[2] - before[2]) / (after[0] - before[0]), 2), "load": load,
+    }  # fmt: skip
+
+
+def _figures(
+    mode: str,
+    specs: list[dict[str, Any]],
+    opened: list[int],
+    tasks: list[int],
+    driven: dict[str, Any],
+    before: tuple[float, float, float, list[int]],
+    after: tuple[float, float, float, list[int]],
+    counted: dict[str, list[int]],
+) -> dict[str, Any]:
+    """Frames and updates in the window against those expected, CPU per frame and per update."""
     watching: dict[int, int] = {}  # task -> open sockets that show its changes
     for i in opened:
         for pk in [specs[i]["task"]] if mode == "page" else tasks:
             watching[pk] = watching.get(pk, 0) + 1
-    window = [pk for t, pk in driven["changes"] if t0 <= t < t1]
-    expected = sum(watching.get(pk, 0) for pk in window)
-    frames = sum(after[1][0::3]) - sum(before[1][0::3])
-    updates = sum(after[1][1::3]) - sum(before[1][1::3])
-    size = sum(after[1][2::3]) - sum(before[1][2::3])
-    cpu = after[0] - before[0]
-    silent = sum(1 for i in opened if after[1][3 * i] == before[1][3 * i])
+    t0, t1 = before[0], after[0]
+    expected = sum(watching.get(pk, 0) for t, pk in driven["changes"] if t0 <= t < t1)
+    expected_all = sum(watching.get(pk, 0) for _, pk in driven["changes"])
+
+    def between(first: str, last: str, column: int) -> int:
+        return sum(counted[last][column::3]) - sum(counted[first][column::3])
+
+    frames, updates, size = (between("before", "after", column) for column in range(3))
+    cpu = after[1] - before[1]
+    silent = sum(1 for i in opened if counted["after"][3 * i] == counted["before"][3 * i])
     return {
-        "mode": mode, "tabs": tabs, "opened": len(opened), "refused": refused[:3], "closed": lost[:3],
-        "seconds": round(t1 - t0, 2), "changes": len(window), "rate": round(len(window) / (t1 - t0), 1),
+        "seconds": round(t1 - t0, 2), "changes": sum(1 for t, _ in driven["changes"] if t0 <= t < t1),
+        "rate": round(sum(1 for t, _ in driven["changes"] if t0 <= t < t1) / (t1 - t0), 1),
         "frames": frames, "updates": updates, "expected": expected, "silent_sockets": silent,
+        "driven_updates_expected": expected_all,
+        "never_delivered": max(0, expected_all - between("started", "drained", 1)),
+        "late_updates": between("ended", "drained", 1),
         "bytes_per_frame": round(size / frames) if frames else None,
         "daphne_cpu_s": round(cpu, 3), "daphne_cores": round(cpu / (t1 - t0), 2),
-        "client_cores": round((after[2] - before[2]) / (t1 - t0), 2),
         "us_per_frame": round(cpu / frames * 1e6, 1) if frames else None,
         "us_per_update": round(cpu / updates * 1e6, 1) if updates else None,
-        "driver_behind_s": driven["behind_s"], "unchanged": driven["unchanged"], "load": load,
+        "driver_behind_s": driven["behind_s"], "unchanged": driven["unchanged"],
     }  # fmt: skip
 
 
@@ -434,16 +485,18 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, frame_bytes: in
           f"{args.seconds:g} s windows, {args.rounds} round(s) ==")  # fmt: skip
     print(f"baselines' frame {frame_bytes:,} bytes; load average now {serving.load()}")
     print(
-        "\n| run | tabs | changes/s | frames delivered / expected | updates delivered / expected "
+        "\n| run | tabs | changes/s | frames | updates delivered / expected | late / never delivered "
         "| bytes/frame | Daphne cores | µs/frame | x bare-hub | µs/update | x bare-hub | load |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for run in runs:
         floor = floors[run["tabs"]]
         opened = f"{run['tabs']}" if run["opened"] == run["tabs"] else f"{run['opened']} of {run['tabs']}"
         print(
-            f"| {LABELS[run['mode']]} | {opened} | {run['rate']:g} | {run['frames']:,} / {run['expected']:,} "
-            f"| {run['updates']:,} / {run['expected']:,} | {_us(run['bytes_per_frame'])} "
+            f"| {LABELS[run['mode']]} | {opened} | {run['rate']:g} | {run['frames']:,} "
+            f"| {run['updates']:,} / {run['expected']:,} "
+            f"| {run['late_updates']:,} / {run['never_delivered']:,} "
+            f"| {_us(run['bytes_per_frame'])} "
             f"| {run['daphne_cores']:.2f} | {_us(run['us_per_frame'])} "
             f"| {_ratio(run['us_per_frame'], floor['us_per_frame'])} | {_us(run['us_per_update'])} "
             f"| {_ratio(run['us_per_update'], floor['us_per_update'])} | {run['load']} |"
@@ -470,7 +523,8 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, frame_bytes: in
     print(
         "\nGoal (issue 24): task list <= 1.5x bare-hub, task page <= 2x, at 50, 100 and 250 tabs. A "
         "task-list frame carries every row its socket noticed in one coalescing period (LIVE_COALESCE_MS); a "
-        "baseline's or a task page's frame, one change."
+        "baseline's or a task page's frame, one change. Late: updates that arrived after the driver "
+        "stopped (a backlog); never delivered: of all the driven changes, once no frame came for 1 s."
     )
 
 

@@ -1,9 +1,12 @@
 """Smoke runs of the PostgreSQL page benchmarks at a tiny size: bench/pages.py (each page beside its
-own SQL replayed alone), bench/export.py (the CSV export under Daphne beside a bare cursor) and
-bench/flower.py (the task list beside Flower's).
+own SQL replayed alone), bench/export.py (the CSV export under Daphne beside a bare cursor),
+bench/flower.py (the task list beside Flower's) and bench/fanout_cost.py (Daphne CPU per live frame
+beside bare channels_redis consumers).
 Each finishes and prints its figures; none is timed."""
 
+import json
 import secrets
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +55,19 @@ def test_flower_prints_the_task_list_beside_flowers() -> None:
     )
     assert [target for (target,) in rows] == ["dashboard", "Flower", "Flower, datatable only"]
     figures(output, r"^Flower: 120 tasks in its state")
+
+
+@pytest.mark.redis
+def test_fanout_cost_prints_cpu_per_frame_beside_the_baselines(tmp_path: Path) -> None:
+    out = tmp_path / "fanout_cost.json"
+    output = run(
+        "fanout_cost.py", "--tabs", "3", "--seconds", "1", "--warm-up", "0.5", "--modes", "all",
+        "--frame-bytes", "900", "--redis-db", "10", "--database-url", database(), "--json", str(out),
+    )  # fmt: skip
+    rows = figures(output, rf"^\| (bare-hub|bare-group|task list|task page) \| {NUMBER} \({NUMBER}x\) \|$")
+    assert [mode for (mode,) in rows] == ["bare-hub", "bare-group", "task list", "task page"] * 2
+    figures(output, rf"^baselines' frame {NUMBER} bytes; load average ")
+    measured = json.loads(out.read_text())["runs"]
+    assert [one["mode"] for one in measured] == ["bare-hub", "bare-group", "list", "page"]
+    for one in measured:  # every socket opened and received frames (how many is the figures' business)
+        assert one["opened"] == 3 and one["frames"] > 0 and one["expected"] > 0, one
