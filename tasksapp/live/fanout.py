@@ -72,7 +72,8 @@ _renderers: dict[Hashable, Callable[[list[Any]], dict[Any, Any]]] = {}
 
 async def _run(batch: _Batch, renderer: Callable[[list[Any]], dict[Any, Any]]) -> None:
     try:
-        results = await database_sync_to_async(renderer)(list(batch.items))
+        # In the loop's pool of threads, as shared.render's renders (not the one thread-sensitive thread).
+        results = await database_sync_to_async(renderer, thread_sensitive=False)(list(batch.items))
     except Exception as exc:  # every socket waiting on this batch hears of it (and reloads)
         batch.result.set_exception(exc)
         batch.result.exception()  # retrieved: a batch nobody awaits any more is not "never retrieved"

@@ -574,8 +574,9 @@ class OverviewPage(LivePage):
         return [("overview", 0)]
 
     async def fragments(self, item: Item, not_before: float) -> list[Part]:
-        # Its own thread: an expensive aggregate must not queue behind the worker's writes.
-        html = await shared.render(("overview", self.roles), not_before, self._render, thread_sensitive=False)
+        # Not the thread-sensitive thread (shared.render): an expensive aggregate must not queue
+        # behind the worker's writes.
+        html = await shared.render(("overview", self.roles), not_before, self._render)
         return [("overview-live", html)]
 
     def _render(self) -> str:

@@ -19,10 +19,15 @@ _renders: RenderCache[Hashable, "asyncio.Future[Any]"] = RenderCache(
 
 
 async def render(
-    key: Hashable, not_before: float, fn: Callable[[], Any], *, thread_sensitive: bool = True
+    key: Hashable, not_before: float, fn: Callable[[], Any], *, thread_sensitive: bool = False
 ) -> Any:
     """`fn()` run in a database thread, or the result of a run that started at or after `not_before`
-    (time.monotonic()) for the same key."""
+    (time.monotonic()) for the same key.
+
+    In one of the event loop's pool of threads by default, not on the process's one thread-sensitive
+    thread: a busy task page's renders filled that thread (98 % busy, half of it waiting on
+    PostgreSQL) while the loop idled, so one Daphne's change rate was capped by one thread. A
+    render reads and renders only: it needs no thread of its own (connections come from the pool)."""
 
     def start() -> "asyncio.Future[Any]":
         running: asyncio.Future[Any] = asyncio.ensure_future(
