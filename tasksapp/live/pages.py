@@ -20,11 +20,13 @@ from django.template.loader import render_to_string
 from django.utils import timezone, translation
 
 from tasksapp import events
+from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.live import fanout, shared
 from tasksapp.live.cache import RenderCache
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
 from tasksapp.permissions import roles_of
 from tasksapp.presenters import inbox as inbox_view
+from tasksapp.presenters import task_rows
 from tasksapp.presenters.task import SHOW_LIMIT, TIMELINE_PAGE, input_view, task_context
 from tasksapp.queryparams import parse_count, parse_id
 
@@ -195,6 +197,9 @@ class Timeline:
         return tuple((pk, digest(oob)) for pk, _, oob in self.entries)
 
 
+Rendered = tuple[list[tuple[str, str, str]], Timeline]  # a task page's sections (id, html, digest), timeline
+
+
 def digest(html: str) -> str:
     return hashlib.blake2b(html.encode(), digest_size=16).hexdigest()
 
@@ -243,9 +248,7 @@ class TaskPage(LivePage):
     async def fragments(self, item: Item, not_before: float) -> list[Part]:
         if not self.wants(item):
             return []
-        rendered: tuple[list[tuple[str, str, str]], Timeline] | None = await shared.render(
-            ("task", self.pk, self.roles, self.show), not_before, self._render
-        )
+        rendered = await self._rendered(not_before)
         if rendered is None:
             return []
         sections, timeline = rendered
@@ -290,14 +293,38 @@ class TaskPage(LivePage):
             )
         return "".join(parts)
 
-    def _render(self) -> tuple[list[tuple[str, str, str]], Timeline] | None:
-        """(element id, html, its digest) of each section, and the timeline: rendered and hashed
-        once for every socket of the audience."""
+    async def _rendered(self, not_before: float) -> Rendered | None:
+        """This audience's render of the task's sections, from the task as read once for every
+        audience (the reads were most of a render, and every audience made them again)."""
+
+        async def make() -> Rendered | None:
+            data = await shared.render(("task-data", self.pk, self.show), not_before, self._load)
+            if data is None:
+                return None
+            step = database_sync_to_async(self._render, thread_sensitive=False)
+            rendered: Rendered = await step(data)
+            return rendered
+
+        found: Rendered | None = await shared.made(("task", self.pk, self.roles, self.show), not_before, make)
+        return found
+
+    def _load(self) -> dict[str, Any] | None:
+        """What every audience's render of the task's page reads (the task, its timeline, its open
+        questions, where its time went), or None when the task is gone."""
         task = RemoteTask.objects.for_detail().filter(pk=self.pk).first()
         if task is None:
             return None
+        return task_context(task, AnonymousUser(), show=self.show)
+
+    def _render(self, data: dict[str, Any] | None = None) -> Rendered | None:
+        """(element id, html, its digest) of each section, and the timeline: rendered and hashed
+        once for every socket of the audience."""
+        data = self._load() if data is None else data
+        if data is None:
+            return None
+        task = cast(RemoteTask, data["task"])
         context = {
-            **task_context(task, AnonymousUser(), show=self.show),
+            **data,
             **self.flags,
             "oob": True,
             "request": _Request(f"/tasks/{task.pk}/"),
@@ -365,6 +392,7 @@ class ListPage(LivePage):
     def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, *, fresh: bool) -> None:
         super().__init__(roles, page_since)
         self.fresh = fresh
+        self.locale = tuple(name for name, _ in roles if name.startswith(("language:", "zone:")))
         self.marks: dict[
             int, dict[str, str]
         ] = {}  # the stale marks this socket last sent, per server and holder
@@ -407,7 +435,9 @@ class ListPage(LivePage):
         # Rows in batches: every row that sockets of this audience need in this turn, in one
         # database step (tasksapp/live/fanout.py), and one await for all of this flush's rows.
         asked = [(pk, at) for (kind, pk), at in due.items() if kind == "task"]
-        rows = await fanout.render_many(("row", self.roles), asked, self._render_rows)
+        # A row reads the same for every role (its checkbox, its words): one batch per language and
+        # zone, shared by the rooms of both roles.
+        rows = await fanout.render_many(("row", self.locale), asked, self._render_rows)
         fragments: list[Part] = []
         for (kind, pk), at in due.items():
             if kind == "server":
@@ -471,12 +501,10 @@ class ListPage(LivePage):
     def _render_rows(self, pks: list[int]) -> dict[int, tuple[datetime, str, str]]:
         """(created, the fragment replacing the row, the fragment adding it at the top) of each
         task that exists, in one query: built once for all the sockets that send it."""
-        template = "tasksapp/task_list.html#task-row"
         rows: dict[int, tuple[datetime, str, str]] = {}
         for task in RemoteTask.objects.for_list().filter(pk__in=pks):
-            context = {"task": task, **self.flags}
-            replace = render_to_string(template, {**context, "oob": True})
-            plain = render_to_string(template, {**context, "oob": False})
+            # What the page's partial task_list.html#task-row writes, without the template engine.
+            replace, plain = task_rows.row_html(task, oob=True), task_rows.row_html(task, oob=False)
             rows[task.pk] = (
                 task.created_at,
                 f"<template>{replace}</template>",

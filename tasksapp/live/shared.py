@@ -7,7 +7,7 @@ it started after the socket learnt of the change (`not_before`): it then reflect
 """
 
 import asyncio
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 from tasksapp.lib.connections import database_sync_to_async
@@ -29,11 +29,14 @@ async def render(
     PostgreSQL) while the loop idled, so one Daphne's change rate was capped by one thread. A
     render reads and renders only: it needs no thread of its own (connections come from the pool)."""
 
-    def start() -> "asyncio.Future[Any]":
-        running: asyncio.Future[Any] = asyncio.ensure_future(
-            database_sync_to_async(fn, thread_sensitive=thread_sensitive)()
-        )
-        return running
+    return await made(key, not_before, database_sync_to_async(fn, thread_sensitive=thread_sensitive))
 
-    # Shielded: a socket closing mid-render must not cancel the render the others wait for.
+
+async def made(key: Hashable, not_before: float, make: Callable[[], Awaitable[Any]]) -> Any:
+    """`await make()`, or the result of one that started at or after `not_before` for the same key."""
+
+    def start() -> "asyncio.Future[Any]":
+        return asyncio.ensure_future(make())
+
+    # Shielded: a room closing mid-render must not cancel the render the others wait for.
     return await asyncio.shield(_renders.get_or_make(key, not_before, start))

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from django.utils.translation import gettext as _
 
+from tasksapp import lifecycle
 from tasksapp.models import InputRequest, RemoteTask
 from tasksapp.permissions import roles_of
 from tasksapp.schemaforms import elicitation
@@ -36,6 +37,7 @@ def task_context(task: RemoteTask, user: Any, *, show: int = TIMELINE_PAGE) -> d
         "error_data": pretty(task.error.get("data")) if isinstance(task.error, dict) else None,
         "raw_json": pretty({**task.raw, "result": task.result, "error": task.error}),
         "arguments_json": pretty(task.arguments),
+        "life": lifecycle.of_task(task),  # where its time went (the card's bar)
         **roles_of(user),
     }
 

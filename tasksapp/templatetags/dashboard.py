@@ -10,7 +10,6 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from tasksapp import lifecycle as lifecycle_module
 from tasksapp.lib import markdown as markdown_module
 
 register = template.Library()
@@ -179,12 +178,6 @@ def expiry_note(task: Any) -> SafeString:
         _("Its TTL ran out at %(when)s, and a server may delete a task once its TTL has passed.")
     )
     return mark_safe(sentence % {"when": stamp(deadline, "H:i:s")})  # noqa: S308 (escaped, then a <time>)
-
-
-@register.simple_tag
-def lifecycle(task: Any) -> lifecycle_module.Lifecycle:
-    """Where a task's time went (working, waiting for input, waiting on cancel): tasksapp/lifecycle.py."""
-    return lifecycle_module.of_task(task)
 
 
 @register.simple_tag

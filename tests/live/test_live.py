@@ -199,15 +199,19 @@ async def test_a_section_over_the_frame_cap_becomes_a_reload_hint(viewer: tuple[
 
 async def test_sockets_of_one_audience_share_one_render(viewer: tuple[User, Client]) -> None:
     task = await sync_to_async(make_task)()
+    _, operator = await sync_to_async(signed_in)("operator", "otto")
     sockets = [socket(viewer[1], f"page=task&task={task.pk}") for _ in range(5)]
-    for communicator in sockets:
+    operators = [socket(operator, f"page=task&task={task.pk}") for _ in range(2)]
+    for communicator in sockets + operators:
         assert (await communicator.connect())[0]
     renders = live_counts["renders"]
     await sync_to_async(services.task_record_error)(task=task, error="shared")
     frames = {await communicator.receive_from(timeout=5) for communicator in sockets}
     assert len(frames) == 1  # the same bytes to everyone
-    assert live_counts["renders"] - renders == 1
-    for communicator in sockets:
+    assert len({await communicator.receive_from(timeout=5) for communicator in operators}) == 1
+    # The task read once for both audiences, and rendered once for each.
+    assert live_counts["renders"] - renders == 3
+    for communicator in sockets + operators:
         await communicator.disconnect()
 
 
