@@ -56,10 +56,14 @@ class Lifecycle:
         return int(self.totals[CANCEL])
 
 
-def of_task(task: Any) -> Lifecycle:
-    """The task's lifecycle up to its end (RemoteTask.ended_at), or up to now while it runs."""
-    rows = TaskEvent.objects.filter(task=task).order_by("observed_at", "id")
-    events = list(rows.values_list("observed_at", "status"))
+def of_task(task: Any, every_event: list[Any] | None = None) -> Lifecycle:
+    """The task's lifecycle up to its end (RemoteTask.ended_at), or up to now while it runs.
+    `every_event`: all the task's events in time order, when the caller has read them already."""
+    if every_event is None:
+        rows = TaskEvent.objects.filter(task=task).order_by("observed_at", "id")
+        events = list(rows.values_list("observed_at", "status"))
+    else:
+        events = [(event.observed_at, event.status) for event in every_event]
     ended = task.ended_at
     until = ended or timezone.now()
     return compute(events, cancel_requested_at=task.cancel_requested_at, now=until, ended=ended is not None)

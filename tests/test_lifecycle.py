@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
@@ -13,6 +14,7 @@ from django.utils import timezone
 from tasksapp import lifecycle, services
 from tasksapp.lifecycle import CANCEL, INPUT, WORKING, compute
 from tasksapp.models import McpServer, RemoteTask, TaskEvent
+from tasksapp.presenters.task import task_context
 from tasksapp.templatetags.dashboard import elapsed
 from tests.support.engine_helpers import run_worker_until
 from tests.support.opsdata import listed, logged_in, person, task
@@ -92,3 +94,23 @@ def test_an_expired_task_has_one_duration_on_its_page_in_the_list_the_export_and
     rows = {int(r["id"]): r for r in csv.DictReader(io.StringIO(exported.getvalue().decode("utf-8-sig")))}
     assert float(rows[pk]["duration_seconds"]) == round(took, 3)
     assert rows[pk]["finished_at"] == expired.expired_at.isoformat()  # type: ignore[union-attr]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("events", [3, 60])  # all on the page's timeline (50), or some left out
+def test_a_task_pages_bar_is_the_tasks_whether_or_not_its_timeline_shows_every_event(events: int) -> None:
+    """The page's bar is computed from the timeline's events when the page shows them all (one
+    query less per render); with older events left out it reads every event, as before."""
+    server = McpServer.objects.create(name="srv", url="http://127.0.0.1:9/mcp")
+    found = RemoteTask(server=server, tool_name="slow_count", status="working")
+    found.set_remote_id("remote-life")
+    found.save()
+    statuses = ["working", "input_required", "working"]
+    for n in range(events):
+        found.events.create(status=statuses[n % 3], source="poll", observed_at=at(n * 7))
+    found.events.create(status="completed", source="poll", observed_at=at(events * 7))  # the bar ends
+    shown = task_context(found, AnonymousUser())
+    assert bool(shown["events_hidden"]) == (events > 50)
+    whole = lifecycle.of_task(found)
+    assert shown["life"].totals == whole.totals and shown["life"].segments == whole.segments
+    assert whole.totals[INPUT] > 0

@@ -28,16 +28,19 @@ SHOW_LIMIT = 999_999  # the most timeline rows a page's ?show= may ask for (six 
 
 
 def task_context(task: RemoteTask, user: Any, *, show: int = TIMELINE_PAGE) -> dict[str, Any]:
+    shown = timeline(task, show)
+    # Where its time went: from the timeline's events when the page shows them all (no query).
+    every_event = None if shown["events_hidden"] else shown["events"]
     return {
         "task": task,
-        **timeline(task, show),
+        **shown,
         "inputs": [input_view(request) for request in task.input_requests.filter(state="open")],
         "blocks": content_blocks(task.result),
         "structured": pretty(task.result.get("structuredContent")) if isinstance(task.result, dict) else None,
         "error_data": pretty(task.error.get("data")) if isinstance(task.error, dict) else None,
         "raw_json": pretty({**task.raw, "result": task.result, "error": task.error}),
         "arguments_json": pretty(task.arguments),
-        "life": lifecycle.of_task(task),  # where its time went (the card's bar)
+        "life": lifecycle.of_task(task, every_event),  # the card's bar
         **roles_of(user),
     }
 
