@@ -47,6 +47,29 @@ STATUS_WORDS = (
 LARGE_TASK_COLUMNS = ("result", "error", "raw", "arguments")
 
 
+# What a list row reads (RemoteTaskQuerySet.for_rows): tasksapp/presenters/task_rows.py, and the
+# properties it calls (display_status, ended_at, stale_failing_since, holder_key).
+ROW_COLUMNS = (
+    "tool_name",
+    "status",
+    "status_message",
+    "is_tool_error",
+    "created_at",
+    "finished_at",
+    "cancel_requested_at",
+    "expired",
+    "expired_at",
+    "last_seen_at",
+    "last_confirmed_at",
+    "leased_by",
+    "agent__name",
+    "server__name",
+    "server__enabled",
+    "server__consecutive_failures",
+    "server__failing_since",
+)
+
+
 def _server_large(prefix: str) -> list[str]:
     return [prefix + column for column in LARGE_SERVER_COLUMNS]
 
@@ -91,6 +114,11 @@ class RemoteTaskQuerySet(models.QuerySet["RemoteTask"]):
             )
             .with_holder_health()
         )
+
+    def for_rows(self) -> "RemoteTaskQuerySet":
+        """The task list page's rows (tasksapp/presenters/task_rows.py): for_list() narrowed to the
+        columns a row shows, as model instances of a third of the columns."""
+        return self.select_related("server", "agent").only(*ROW_COLUMNS).with_holder_health()
 
     def for_detail(self) -> "RemoteTaskQuerySet":
         """A task's page: the task whole, its server without the columns only server pages show."""

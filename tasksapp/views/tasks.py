@@ -42,7 +42,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
     filters = search.filters_from(request.GET)
     sorting = search.parse_sort(request.GET.get("sort", search.DEFAULT_SORT))
     sort = sorting.value
-    ordered = search.ordered(search.filtered(filters), sorting)
+    ordered = search.ordered(search.filtered(filters, RemoteTask.objects.for_rows()), sorting)
     current = Paginator(ordered, PAGE_SIZE).get_page(request.GET.get("page"))
     ignored = search.ignored(filters)
     query = request.GET.copy()
