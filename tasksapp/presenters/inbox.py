@@ -92,8 +92,10 @@ def open_calls(filters: dict[str, str]) -> list[PendingCall]:
 
 
 def open_count() -> int:
-    """What the navigation badge shows: open questions in tasks, and calls waiting to start."""
-    return int(_open().count()) + PendingCall.objects.waiting().count()
+    """What the navigation badge shows: open questions in tasks, and calls waiting to start, counted
+    in one query (every page shows it)."""
+    questions = _open().order_by().values("pk")
+    return int(questions.union(PendingCall.objects.waiting().order_by().values("pk"), all=True).count())
 
 
 def _open() -> Any:

@@ -11,12 +11,14 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
 from tasksapp import events, services
 from tasksapp.consumers import LiveConsumer
 from tasksapp.models import InputRequest, McpServer, PendingCall, RemoteTask
+from tasksapp.presenters.inbox import open_count
 from tests.peers.launch import RunningPeer
 from tests.support.engine_helpers import run_worker_until
 from tests.support.forms import browser_submit
@@ -92,6 +94,9 @@ def test_every_page_shows_the_open_question_count_in_the_navigation() -> None:
     for path in ("/", "/tasks/", "/inbox/", "/servers/", f"/tasks/{task.pk}/", "/audit/"):
         shown_badge = badge(client.get(path).content.decode())
         assert ">3</a>" in shown_badge and "hidden" not in shown_badge, path
+    with CaptureQueriesContext(connection) as counted:  # every page pays it: questions and calls at once
+        assert open_count() == 3
+    assert len(counted.captured_queries) == 1
     RemoteTask.objects.filter(pk=task.pk).update(status="completed")  # its question no longer counts
     assert ">2</a>" in badge(client.get("/tasks/").content.decode())
 
