@@ -15,7 +15,7 @@ from tasksapp import lifecycle, services
 from tasksapp.lifecycle import CANCEL, INPUT, WORKING, compute
 from tasksapp.models import McpServer, RemoteTask, TaskEvent
 from tasksapp.presenters.task import task_context
-from tasksapp.templatetags.dashboard import elapsed
+from tasksapp.presenters.times import elapsed
 from tests.support.engine_helpers import run_worker_until
 from tests.support.opsdata import listed, logged_in, person, task
 

@@ -22,7 +22,7 @@ from django.utils.text import Truncator, slugify
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
-from tasksapp.templatetags.dashboard import (
+from tasksapp.presenters.times import (
     absolute_local,
     elapsed,
     formatted,

@@ -1,4 +1,4 @@
-"""How the pages write a time (tasksapp/templatetags/dashboard.py): the full time, the zone and its
+"""How the pages write a time (tasksapp/presenters/times.py): the full time, the zone and its
 abbreviation are Django's date format's, though written without it, in every zone and across clock
 changes (where a wall time is ambiguous or does not exist, Django writes no abbreviation)."""
 
@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
-from tasksapp.templatetags.dashboard import absolute, stamp, stamped
+from tasksapp.presenters.times import absolute, stamp, stamped
 
 ZONES = ["UTC", "America/New_York", "Europe/London", "Asia/Shanghai", "Asia/Kolkata", "Australia/Lord_Howe"]
 # Around the 2026 clock changes in New York, London and Lord Howe (a half-hour change), and years

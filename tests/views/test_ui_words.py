@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from tasksapp.models import InputRequest, McpServer, WorkerHeartbeat
-from tasksapp.templatetags.dashboard import seconds_text
+from tasksapp.presenters.times import seconds_text
 from tests.support.opsdata import logged_in, person, server, task
 
 pytestmark = pytest.mark.django_db
