@@ -87,22 +87,8 @@ ASK_EVERY = 2
 
 SESSIONS = """
 import json
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth.models import Group, User
-from tasksapp.sessions import SessionStore  # the engine settings.SESSION_ENGINE names
-from tasksapp.permissions import ensure_roles
-ensure_roles()
-keys = []
-for i in range({users}):
-    user = User.objects.create_user(f"fan{{i}}", password=None)
-    user.groups.add(Group.objects.get(name="operator" if i % 2 else "viewer"))
-    session = SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session.create()
-    keys.append(session.session_key)
-print("SESSIONS " + json.dumps(keys))
+from bench.serving import signed_in_sessions
+print("SESSIONS " + json.dumps(signed_in_sessions({users})))
 """
 
 START_ROLLING = """

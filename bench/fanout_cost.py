@@ -97,28 +97,14 @@ def setup_main(argv: list[str]) -> None:
     import django
 
     django.setup()
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.auth.models import Group, User
     from django.core.management import call_command
 
     from tasksapp import services
     from tasksapp.mcpclient.types import parse_detailed_task
     from tasksapp.models import McpServer
-    from tasksapp.permissions import ensure_roles
-    from tasksapp.sessions import SessionStore
 
     call_command("migrate", verbosity=0, interactive=False)
-    ensure_roles()
-    sessions = []
-    for i in range(USERS):
-        user = User.objects.create_user(f"fan{i}", password=None)
-        user.groups.add(Group.objects.get(name="operator" if i % 2 else "viewer"))
-        session = SessionStore()
-        session[SESSION_KEY] = str(user.pk)
-        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-        session.create()
-        sessions.append(session.session_key)
+    sessions = serving.signed_in_sessions(USERS)
     server = McpServer.objects.create(
         name="bench", url="http://127.0.0.1:9/mcp", era="modern", tasks_supported=True
     )
@@ -373,20 +359,15 @@ def run_one(
             if driver.stdout.readline().strip() != "STARTED":
                 raise RuntimeError(f"the driver did not start:\n{driver.communicate(timeout=30)[1]}")
             started = list(counts)
+
+            def reading() -> tuple[float, float, float, list[Any]]:
+                daphne_cpu, client_cpu = serving.cpu_seconds(pid), serving.cpu_seconds(client.pid or 0)
+                return (time.time(), daphne_cpu, client_cpu, list(counts))
+
             time.sleep(warm_up)
-            before = (
-                time.time(),
-                serving.cpu_seconds(pid),
-                serving.cpu_seconds(client.pid or 0),
-                list(counts),
-            )
+            before = reading()
             time.sleep(seconds)
-            after = (
-                time.time(),
-                serving.cpu_seconds(pid),
-                serving.cpu_seconds(client.pid or 0),
-                list(counts),
-            )
+            after = reading()
             load = serving.load()
             out, err = driver.communicate(timeout=seconds + warm_up + 120)
             if driver.returncode != 0:

@@ -96,6 +96,30 @@ def daphne(application: str, port: int) -> list[str]:
     return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), application]
 
 
+def signed_in_sessions(count: int, prefix: str = "fan") -> list[str]:
+    """`count` users (every other one an operator, the others viewers: two audiences), each with a
+    session as a login makes it, in the configured session engine; their session keys. Needs Django
+    set up on the bench's database."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.auth.models import Group, User
+
+    from tasksapp.permissions import ensure_roles
+    from tasksapp.sessions import SessionStore  # the engine settings.SESSION_ENGINE names
+
+    ensure_roles()
+    keys = []
+    for i in range(count):
+        user = User.objects.create_user(f"{prefix}{i}", password=None)
+        user.groups.add(Group.objects.get(name="operator" if i % 2 else "viewer"))
+        session = SessionStore()
+        session[SESSION_KEY] = str(user.pk)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        keys.append(str(session.session_key))
+    return keys
+
+
 def login(base: str, username: str, password: str) -> httpx.Client:
     """A client holding a session of `username`, logged in through the login form as a person is."""
     client = httpx.Client(base_url=base, timeout=60)
