@@ -366,6 +366,9 @@ LIVE_OVERVIEW_SECONDS = env_int("LIVE_OVERVIEW_MS", 1000, minimum=0) / 1000
 LIVE_CATCH_UP_LIMIT = env_int("LIVE_CATCH_UP_LIMIT", 100, minimum=1)
 LIVE_SESSION_CHECK_SECONDS = env_int("LIVE_SESSION_CHECK_SECONDS", 60, minimum=1)
 LIVE_SOCKET_MAX_SECONDS = env_int("LIVE_SOCKET_MAX_SECONDS", 3600, minimum=10)
+# Threads a web process renders live fragments in (tasksapp/live/shared.py): each holds a pooled
+# database connection while it renders, so keep DATABASE_POOL_SIZE above it.
+LIVE_RENDER_THREADS = env_int("LIVE_RENDER_THREADS", 4, minimum=1)
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF],

@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tasksapp.lib.connections import database_sync_to_async
+from tasksapp.live import shared
 from tasksapp.live.cache import RenderCache, not_failed
 from tasksapp.metrics import live_counts
 
@@ -72,8 +72,7 @@ _renderers: dict[Hashable, Callable[[list[Any]], dict[Any, Any]]] = {}
 
 async def _run(batch: _Batch, renderer: Callable[[list[Any]], dict[Any, Any]]) -> None:
     try:
-        # In the loop's pool of threads, as shared.render's renders (not the one thread-sensitive thread).
-        results = await database_sync_to_async(renderer, thread_sensitive=False)(list(batch.items))
+        results = await shared.step(renderer)(list(batch.items))  # in a render thread
     except Exception as exc:  # every socket waiting on this batch hears of it (and reloads)
         batch.result.set_exception(exc)
         batch.result.exception()  # retrieved: a batch nobody awaits any more is not "never retrieved"

@@ -20,7 +20,6 @@ from django.template.loader import render_to_string
 from django.utils import timezone, translation
 
 from tasksapp import events
-from tasksapp.lib.connections import database_sync_to_async
 from tasksapp.live import fanout, shared
 from tasksapp.live.cache import RenderCache
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
@@ -301,8 +300,7 @@ class TaskPage(LivePage):
             data = await shared.render(("task-data", self.pk, self.show), not_before, self._load)
             if data is None:
                 return None
-            step = database_sync_to_async(self._render, thread_sensitive=False)
-            rendered: Rendered = await step(data)
+            rendered: Rendered | None = await shared.step(self._render)(data)
             return rendered
 
         found: Rendered | None = await shared.made(("task", self.pk, self.roles, self.show), not_before, make)
