@@ -77,6 +77,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import serving  # noqa: E402
+
 POSTGRES = "postgres://postgres@127.0.0.1:5432"
 PAGES = ("tasks", "task", "inbox", "overview")
 MIX = {"tasks": 0.4, "task": 0.3, "inbox": 0.15, "overview": 0.15}
@@ -111,24 +113,19 @@ print("ROLLING " + json.dumps(ids))
 """
 
 DRIVE = """
-import json, time
+import json
 from tasksapp import services
 from tasksapp.models import McpServer
 server = McpServer.objects.get(name="demo")
-period, ends, started, behind = 1 / {per_second}, time.monotonic() + {seconds}, 0, 0.0
-due = time.monotonic()
-while due < ends:
-    delay = due - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
-    else:
-        behind = max(behind, -delay)
+from bench.serving import paced
+started, behind = 0, 0.0
+for late in paced(1 / {per_second}, {seconds}):
+    behind = max(behind, late)
     if started % {ask_every} == {ask_every} - 1:
         services.call_start(server=server, tool="ask_url", arguments={{"delay": 0.5}}, user=None)
     else:
         services.call_start(server=server, tool="slow_count", arguments={arguments!r}, user=None)
     started += 1
-    due += period
 print("DRIVEN " + json.dumps({{"started": started, "behind_s": round(behind, 3)}}))
 """
 
@@ -345,21 +342,16 @@ async def _tab(tab: Tab, http: Any, stop: asyncio.Event, opened: list[int], gate
         opened[0] += 1
         tab.opened = True
     async with socket:
-        while not stop.is_set():
-            try:
-                message = await socket.receive(timeout=0.5)
-            except TimeoutError:
-                continue
-            if message.type != aiohttp.WSMsgType.TEXT:
-                tab.closed = f"closed {message.type.name} {socket.close_code}"
-                return
-            now = time.time()
-            tab.messages += 1
-            tab.see(message.data, now)
-            reload = RELOAD.search(message.data)
-            if reload and reload.group(1):
-                tab.reloads += 1
-                tab.see(await (await http.get(tab.base + tab.path, headers=headers)).text(), time.time())
+        try:
+            async for data in serving.text_frames(socket, stop):
+                tab.messages += 1
+                tab.see(data, time.time())
+                reload = RELOAD.search(data)
+                if reload and reload.group(1):
+                    tab.reloads += 1
+                    tab.see(await (await http.get(tab.base + tab.path, headers=headers)).text(), time.time())
+        except serving.SocketEnded as ended:
+            tab.closed = str(ended)
 
 
 async def _all_open(opened: list[int], total: int) -> None:

@@ -165,15 +165,10 @@ def drive_main(argv: list[str]) -> None:
     run = secrets.token_hex(3)  # every message new to the row, whatever earlier runs wrote
     changes: list[tuple[float, int]] = []
     unchanged, behind = 0, 0.0
-    period = 1 / args.rate
-    due = time.monotonic()
-    ends = due + args.seconds
-    while due < ends:
-        delay = due - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        else:
-            behind = max(behind, -delay)
+    # Late (the machine is shared), it goes on from now instead of catching up in a burst: two
+    # changes to one task within a coalescing period would be one update on its pages.
+    for late in serving.paced(1 / args.rate, args.seconds, catch_up=False):
+        behind = max(behind, late)
         pk = ids[len(changes) % len(ids)]
         if args.kind == "product":
             task_id, created = remote[pk]
@@ -183,9 +178,6 @@ def drive_main(argv: list[str]) -> None:
         else:
             events.publish_task_changed(pk)  # outside a transaction: sent at once
         changes.append((time.time(), pk))
-        # Late (the machine is shared), it goes on from now instead of catching up in a burst: two
-        # changes to one task within a coalescing period would be one update on its pages.
-        due = max(due + period, time.monotonic())
     sent = events.wait_sent(30)
     print("DRIVEN " + json.dumps({"changes": changes, "unchanged": unchanged, "behind_s": round(behind, 3),
                                   "all_sent": sent}), flush=True)  # fmt: skip
@@ -261,17 +253,14 @@ async def _tab(
         return
     rows = spec.get("rows", False)
     async with socket:
-        while not stop.is_set():
-            try:
-                message = await socket.receive(timeout=0.5)
-            except TimeoutError:
-                continue
-            if message.type != aiohttp.WSMsgType.TEXT:
-                closed[i] = f"closed {message.type.name} {socket.close_code}"
-                return
-            counts[3 * i] += 1
-            counts[3 * i + 1] += len(set(ROW_ID.findall(message.data))) if rows else 1
-            counts[3 * i + 2] += len(message.data)
+        try:
+            async for data in serving.text_frames(socket, stop):
+                counts[3 * i] += 1
+                counts[3 * i + 1] += len(set(ROW_ID.findall(data))) if rows else 1
+                counts[3 * i + 2] += len(data)
+        except serving.SocketEnded as ended:
+            closed[i] = str(ended)
+            return
     closed[i] = "stopped"
 
 

@@ -4,6 +4,7 @@ its CPU and memory from /proc, log in through the dashboard's login form, drop i
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import secrets
@@ -11,9 +12,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -118,6 +120,38 @@ def signed_in_sessions(count: int, prefix: str = "fan") -> list[str]:
         session.create()
         keys.append(str(session.session_key))
     return keys
+
+
+def paced(period: float, seconds: float, *, catch_up: bool = True) -> Iterator[float]:
+    """A tick every `period` seconds for `seconds`; each yields how late it is (0.0 on time). Late,
+    the ticks catch up on the schedule, or with `catch_up=False` go on from now (no burst)."""
+    due = time.monotonic()
+    ends = due + seconds
+    while due < ends:
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        yield max(0.0, -delay)
+        due = due + period if catch_up else max(due + period, time.monotonic())
+
+
+class SocketEnded(Exception):
+    """A tab's websocket received a frame that is not text (its close): str() says which."""
+
+
+async def text_frames(ws: Any, stop: asyncio.Event) -> AsyncIterator[str]:
+    """The text of each frame an aiohttp websocket receives, until `stop` is set; SocketEnded at the
+    first frame that is not text."""
+    import aiohttp  # the client processes only
+
+    while not stop.is_set():
+        try:
+            message = await ws.receive(timeout=0.5)
+        except TimeoutError:
+            continue
+        if message.type != aiohttp.WSMsgType.TEXT:
+            raise SocketEnded(f"closed {message.type.name} {ws.close_code}")
+        yield message.data
 
 
 def login(base: str, username: str, password: str) -> httpx.Client:
