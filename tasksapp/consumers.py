@@ -51,9 +51,8 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
         self.hub_gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
             await super().__call__(scope, self._unless_hub_gone(receive), send)
-        except (hub.HubLost, *redislayer.UNREACHABLE):
+        finally:  # also when `connect` failed after joining its room: no dead socket left in it
             await self._stop()
-            raise
 
     def _unless_hub_gone(self, receive: Any) -> Any:
         """The client's next message, or a "websocket.hub_lost" of ours once the hub is gone: it
@@ -142,12 +141,14 @@ class LiveConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels sh
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def _stop(self) -> None:
-        """This socket's own task cancelled and its place in its room given up."""
+        """This socket's own task cancelled and its place in its room given up (once: it runs on
+        a disconnect and again as the consumer ends)."""
         watch = getattr(self, "watch", None)
         if watch is not None:
             watch.cancel()
         room = getattr(self, "room", None)
         if room is not None:
+            del self.room
             await rooms.rooms().leave(room, self)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

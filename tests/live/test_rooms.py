@@ -3,14 +3,18 @@ frames built once for all of them, and a socket's own page still decides what it
 that joins late gets the whole of what changed before it shares the room's differences, and a new
 task's row goes to the top only of the pages rendered before the task started."""
 
+import asyncio
 import re
 import time
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
+from dashboard.asgi import application
 from tasksapp import services
+from tasksapp.live import hub, rooms
 from tasksapp.metrics import live_counts
 from tests.support.live import frames_until, make_task, signed_in, socket
 
@@ -73,3 +77,22 @@ async def test_a_new_task_goes_to_the_top_only_of_the_lists_rendered_before_it_s
     assert f'{row} hx-swap-oob="true">' in replaced and "afterbegin" not in replaced
     for communicator in (older, later):
         await communicator.disconnect()
+
+
+async def test_a_socket_whose_connect_fails_after_it_joined_its_room_leaves_the_room() -> None:
+    """The connection breaks under the consumer while it is connecting (its catch-up's first frame
+    cannot be written): the socket ends, and its room and the hub forget it. Left in, it kept its
+    room "not in step", and every flush of that room built the whole-page parts for nobody."""
+    _, client = await sync_to_async(signed_in)()
+    scope = socket(client, f"page=tasks&fresh=1&since={time.time():.6f}").scope
+    arrived: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    await arrived.put({"type": "websocket.connect"})
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "websocket.send":  # the network edge: the peer reset the connection
+            raise ConnectionResetError("the client went away during the handshake")
+
+    with pytest.raises(ConnectionResetError):
+        await asyncio.wait_for(application(scope, arrived.get, send), 10)
+    assert rooms.rooms().rooms == {}
+    assert not any(hub.hub().members.values())
