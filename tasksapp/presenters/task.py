@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 from django.utils.translation import gettext as _
 
 from tasksapp import lifecycle
-from tasksapp.models import InputRequest, RemoteTask
+from tasksapp.lib.prepared import Prepared
+from tasksapp.models import InputRequest, RemoteTask, TaskEvent
 from tasksapp.permissions import roles_of
 from tasksapp.schemaforms import elicitation
 
@@ -34,7 +35,7 @@ def task_context(task: RemoteTask, user: Any, *, show: int = TIMELINE_PAGE) -> d
     return {
         "task": task,
         **shown,
-        "inputs": [input_view(request) for request in task.input_requests.filter(state="open")],
+        "inputs": [input_view(request) for request in open_requests(task)],
         "blocks": content_blocks(task.result),
         "structured": pretty(task.result.get("structuredContent")) if isinstance(task.result, dict) else None,
         "error_data": pretty(task.error.get("data")) if isinstance(task.error, dict) else None,
@@ -48,7 +49,12 @@ def task_context(task: RemoteTask, user: Any, *, show: int = TIMELINE_PAGE) -> d
 def timeline(task: RemoteTask, show: int) -> dict[str, Any]:
     """The latest `show` events, oldest first, and how many older ones the page leaves out."""
     show = max(TIMELINE_PAGE, show)
-    latest = list(task.events.order_by("-observed_at", "-id")[:show])
+    if show == TIMELINE_PAGE:  # most pages: a query compiled once (a live page reads it per change)
+        latest = _latest_events.all(task.pk)
+        for event in latest:
+            event.task = task  # as task.events would have it
+    else:
+        latest = list(task.events.order_by("-observed_at", "-id")[:show])
     hidden = task.events.count() - len(latest) if len(latest) == show else 0
     return {
         "events": latest[::-1],
@@ -56,6 +62,21 @@ def timeline(task: RemoteTask, show: int) -> dict[str, Any]:
         "events_more": show + min(hidden, TIMELINE_PAGE),
         "events_next": min(hidden, TIMELINE_PAGE),
     }
+
+
+_latest_events = Prepared(
+    lambda task_id: TaskEvent.objects.filter(task_id=task_id).order_by("-observed_at", "-id")[:TIMELINE_PAGE],
+    1,
+)
+_open_requests = Prepared(lambda task_id: InputRequest.objects.filter(task_id=task_id, state="open"), 1)
+
+
+def open_requests(task: RemoteTask) -> list[InputRequest]:
+    """The questions of the task that wait for an answer (task.input_requests.filter(state="open"))."""
+    found = _open_requests.all(task.pk)
+    for request in found:
+        request.task = task
+    return found
 
 
 def pretty(value: Any) -> str | None:
