@@ -18,8 +18,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
+from django.utils.safestring import mark_safe
 
 from tasksapp import events
+from tasksapp.lib.prepared import Prepared
 from tasksapp.live import fanout, shared
 from tasksapp.live.cache import RenderCache
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
@@ -49,6 +51,7 @@ class Choice:
 Part = Fragment | Choice
 RELOAD_REGION = "live-region"  # every live page's updatable part, reloaded whole when needed
 TASK_SECTIONS = ("task-card", "task-inputs", "task-result", "task-timeline", "task-raw")
+ACTIONS_SLOT = mark_safe("<!--task-actions-->")  # where each role's actions go in a shared card
 TIMELINE_MAX_SHOW = 100_000  # as the page's ?show= (six digits)
 EVERY_ROW = "*"  # the stale mark for every row of a server, whoever holds the task (never a holder key)
 
@@ -309,10 +312,23 @@ class TaskPage(LivePage):
     def _load(self) -> dict[str, Any] | None:
         """What every audience's render of the task's page reads (the task, its timeline, its open
         questions, where its time went), or None when the task is gone."""
-        task = RemoteTask.objects.for_detail().filter(pk=self.pk).first()
+        task = _task_for_detail.first(self.pk)
         if task is None:
             return None
         return task_context(task, AnonymousUser(), show=self.show)
+
+    def _card(self, data: dict[str, Any], context: dict[str, Any]) -> str:
+        """The task's card: its most costly section, rendered once per change, language and zone
+        for every role, with each role's own actions (all a role changes in it) put in its place."""
+        cards = cast(dict[tuple[str, str], str], data.setdefault("cards", {}))
+        locale = _locale()
+        card = cards.get(locale)
+        if card is None:  # two roles' renders at once may both render it: the same card
+            card = cards[locale] = render_to_string(
+                "tasksapp/task_detail.html#task-card", {**context, "actions_html": ACTIONS_SLOT}
+            )
+        actions = render_to_string("tasksapp/task_detail.html#task-actions", context)
+        return card.replace(ACTIONS_SLOT, actions, 1)
 
     def _render(self, data: dict[str, Any] | None = None) -> Rendered | None:
         """(element id, html, its digest) of each section, and the timeline: rendered and hashed
@@ -333,7 +349,11 @@ class TaskPage(LivePage):
             (name, html, digest(html))
             for name in TASK_SECTIONS
             if name != "task-timeline"
-            for html in (render_to_string(f"{template}#{name}", context),)
+            for html in (
+                self._card(data, context)
+                if name == "task-card"
+                else render_to_string(f"{template}#{name}", context),
+            )
         ]
         entries = tuple((event.pk, *timeline_entry(template, event)) for event in timeline_events)
         timeline = Timeline(
@@ -346,6 +366,13 @@ class TaskPage(LivePage):
         )
         return sections, timeline
 
+
+# A busy task's page reads its task per change: compiled once (the compilation was most of the read).
+def _locale() -> tuple[str, str]:
+    return translation.get_language(), timezone.get_current_timezone_name()
+
+
+_task_for_detail = Prepared(lambda pk: RemoteTask.objects.for_detail().filter(pk=pk), 1)
 
 _entries: RenderCache[tuple[Any, ...], tuple[str, str]] = RenderCache(
     size=20_000, kept="timeline_rendered", reused="timeline_reused"

@@ -96,3 +96,34 @@ async def test_a_socket_whose_connect_fails_after_it_joined_its_room_leaves_the_
         await asyncio.wait_for(application(scope, arrived.get, send), 10)
     assert rooms.rooms().rooms == {}
     assert not any(hub.hub().members.values())
+
+
+def card(frame: str) -> str:
+    found = re.search(r'<div class="card task-head" id="task-card".*?</div>\s*</div>', frame, re.S)
+    assert found, frame[:500]
+    return found.group(0)
+
+
+async def test_the_card_is_rendered_once_for_every_role_with_each_roles_own_actions() -> None:
+    """A task page's card is rendered once per change, language and zone, and each role's actions
+    (all a role changes in it) are put in its place: an operator may cancel, a viewer may not."""
+    _, viewer = await sync_to_async(signed_in)()
+    _, operator = await sync_to_async(signed_in)("operator", "otto")
+    task = await sync_to_async(make_task)()
+    sockets = [socket(client, f"page=task&task={task.pk}") for client in (viewer, operator)]
+    for communicator in sockets:
+        assert (await communicator.connect())[0]
+    await sync_to_async(services.task_record_error)(task=task, error="seen by both roles")
+    seen, told = [
+        card((await frames_until(communicator, lambda frame: "seen by both roles" in frame))[-1])
+        for communicator in sockets
+    ]
+    assert 'id="cancel-button"' in told and 'id="cancel-button"' not in seen
+    assert "Run again" in told and "Run again" not in seen
+    assert "task-actions" not in seen + told  # the slot is filled, never sent
+    page = await sync_to_async(operator.get)(f"/tasks/{task.pk}/")
+    assert re.sub(r"\s+", " ", told.split('<div class="actions">')[1]) == re.sub(
+        r"\s+", " ", card(page.content.decode()).split('<div class="actions">')[1]
+    )  # the operator's actions as their page has them
+    for communicator in sockets:
+        await communicator.disconnect()
