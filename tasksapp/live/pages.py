@@ -27,7 +27,7 @@ from tasksapp.live.cache import RenderCache
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
 from tasksapp.permissions import roles_of
 from tasksapp.presenters import inbox as inbox_view
-from tasksapp.presenters import task_rows
+from tasksapp.presenters import task_rows, timeline_rows
 from tasksapp.presenters.task import SHOW_LIMIT, TIMELINE_PAGE, input_view, task_context
 from tasksapp.queryparams import parse_count, parse_id
 
@@ -355,7 +355,7 @@ class TaskPage(LivePage):
                 else render_to_string(f"{template}#{name}", context),
             )
         ]
-        entries = tuple((event.pk, *timeline_entry(template, event)) for event in timeline_events)
+        entries = tuple((event.pk, *timeline_entry(event)) for event in timeline_events)
         timeline = Timeline(
             # The entries as rendered above (render_to_string's output is safe: already escaped).
             section=render_to_string(
@@ -379,7 +379,7 @@ _entries: RenderCache[tuple[Any, ...], tuple[str, str]] = RenderCache(
 )
 
 
-def timeline_entry(template: str, event: TaskEvent) -> tuple[str, str]:
+def timeline_entry(event: TaskEvent) -> tuple[str, str]:
     """A timeline entry, as it is and out-of-band. An entry changes only when its event does (a
     folded message, a note), so it is rendered once per content, language and zone (docs/live.md,
     *What a process keeps between renders*)."""
@@ -393,15 +393,11 @@ def timeline_entry(template: str, event: TaskEvent) -> tuple[str, str]:
         text,
         translation.get_language(),
         timezone.get_current_timezone_name(),
-        template,
     )
     return _entries.get_or_make(
         key,
         -math.inf,  # the key is the content: never stale
-        lambda: (
-            render_to_string(f"{template}#timeline-entry", {"event": event}),
-            render_to_string(f"{template}#timeline-entry", {"event": event, "entry_oob": True}),
-        ),
+        lambda: (timeline_rows.entry_html(event), timeline_rows.entry_html(event, oob=True)),
     )
 
 

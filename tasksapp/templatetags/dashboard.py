@@ -9,12 +9,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp.lib import markdown as markdown_module
+from tasksapp.presenters.timeline_rows import entries_html
 from tasksapp.presenters.times import absolute, elapsed, seconds_text, stamp, stamped
 
 register = template.Library()
 register.filter("elapsed", elapsed)
 register.filter("stamp", stamp)
 register.simple_tag(stamped, name="stamped")
+register.simple_tag(entries_html, name="timeline_entries")
 
 
 @register.filter
