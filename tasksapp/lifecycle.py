@@ -79,6 +79,7 @@ def compute(
     """The lifecycle of (observed_at, status) events in time order, up to `now`: the task's end when
     `ended` (an expired task has no terminal event), else the present. Nothing counts after it."""
     life = Lifecycle(finished=ended)
+    events = _changes(events, now)
     for index, (start, status) in enumerate(events):
         if status in TERMINAL:
             life.finished = True
@@ -90,6 +91,24 @@ def compute(
             _add(life, part)
     _lay_out(life)
     return life
+
+
+def _changes(events: list[tuple[datetime, str]], now: datetime) -> list[tuple[datetime, str]]:
+    """The events at which the kind of time changes (working, waiting for input), up to the first
+    terminal one or the first at or after `now`: an event of the kind before it only continues
+    its stretch, which compute() would join to it anyway. A busy task's thousand "working"
+    messages are one stretch, and the page's bar is not a thousand segments joined one by one."""
+    kept: list[tuple[datetime, str]] = []
+    kind = ""
+    for start, status in events:
+        if status in TERMINAL or start >= now:
+            kept.append((start, status))
+            break
+        now_kind = INPUT if status == "input_required" else WORKING
+        if now_kind != kind:
+            kept.append((start, status))
+            kind = now_kind
+    return kept
 
 
 def _split(start: datetime, end: datetime, status: str, cancel_at: datetime | None) -> list[Segment]:

@@ -2,8 +2,10 @@
 
 import csv
 import io
+import random
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
@@ -13,7 +15,7 @@ from django.utils import timezone
 
 from tasksapp import lifecycle, services
 from tasksapp.lifecycle import CANCEL, INPUT, WORKING, compute
-from tasksapp.models import McpServer, RemoteTask, TaskEvent
+from tasksapp.models import TERMINAL, McpServer, RemoteTask, TaskEvent
 from tasksapp.presenters.task import task_context
 from tasksapp.presenters.times import elapsed
 from tests.support.engine_helpers import run_worker_until
@@ -114,3 +116,45 @@ def test_a_task_pages_bar_is_the_tasks_whether_or_not_its_timeline_shows_every_e
     whole = lifecycle.of_task(found)
     assert shown["life"].totals == whole.totals and shown["life"].segments == whole.segments
     assert whole.totals[INPUT] > 0
+
+
+def reference_compute(
+    events: list[tuple[datetime, str]], *, cancel_requested_at: Any, now: datetime, ended: bool
+) -> Any:
+    """compute() as it was before it joined a kind's events first: one segment per event, each
+    joined to the one before it when of the same kind (the reference for the test below)."""
+    life = lifecycle.Lifecycle(finished=ended)
+    for index, (start, status) in enumerate(events):
+        if status in TERMINAL:
+            life.finished = True
+            break
+        if start >= now:
+            break
+        end = min(events[index + 1][0], now) if index + 1 < len(events) else now
+        for part in lifecycle._split(start, end, status, cancel_requested_at):
+            lifecycle._add(life, part)
+    lifecycle._lay_out(life)
+    return life
+
+
+def test_joining_a_kinds_events_first_changes_nothing_in_the_bar() -> None:
+    """Thousands of random timelines (working, input, terminal events; a cancel; events after the
+    end): the same segments, totals and end as one segment per event."""
+    rng = random.Random(24)
+    statuses = ["working", "working", "input_required", "completed", "failed", "cancelled"]
+    for _ in range(3000):
+        times = sorted(rng.uniform(0, 100) for _ in range(rng.randint(0, 12)))
+        events = [(at(t), rng.choice(statuses)) for t in times]
+        cancel = at(rng.uniform(0, 100)) if rng.random() < 0.4 else None
+        now, ended = at(rng.uniform(0, 110)), rng.random() < 0.3
+        got = compute(events, cancel_requested_at=cancel, now=now, ended=ended)
+        want = reference_compute(events, cancel_requested_at=cancel, now=now, ended=ended)
+        shape = [(s.kind, s.start, s.end, s.x, s.width) for s in got.segments]
+        assert shape == [(s.kind, s.start, s.end, s.x, s.width) for s in want.segments], events
+        assert got.finished == want.finished
+        assert got.totals == pytest.approx(want.totals, abs=1e-6)
+        assert (got.working, got.waiting_input, got.waiting_cancel) == (
+            want.working,
+            want.waiting_input,
+            want.waiting_cancel,
+        )
