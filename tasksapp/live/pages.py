@@ -29,6 +29,7 @@ from tasksapp.permissions import roles_of
 from tasksapp.presenters import inbox as inbox_view
 from tasksapp.presenters import task_rows, timeline_rows
 from tasksapp.presenters.task import SHOW_LIMIT, TIMELINE_PAGE, input_view, task_context
+from tasksapp.presenters.task_card import card_html
 from tasksapp.queryparams import parse_count, parse_id
 
 Item = tuple[str, int]  # ("task", pk), ("server", pk), ("overview", 0)
@@ -324,9 +325,7 @@ class TaskPage(LivePage):
         locale = _locale()
         card = cards.get(locale)
         if card is None:  # two roles' renders at once may both render it: the same card
-            card = cards[locale] = render_to_string(
-                "tasksapp/task_detail.html#task-card", {**context, "actions_html": ACTIONS_SLOT}
-            )
+            card = cards[locale] = card_html(data["task"], data["life"], oob=True, actions=ACTIONS_SLOT)
         actions = render_to_string("tasksapp/task_detail.html#task-actions", context)
         return card.replace(ACTIONS_SLOT, actions, 1)
 

@@ -3,11 +3,13 @@
 
 from datetime import datetime
 from html import escape
+from typing import Any
 
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 
 FULL = "Y-m-d H:i:s"
 CLOCK = "H:i:s"
@@ -106,3 +108,49 @@ def stamped(moment: datetime | None, fmt: str = FULL, *, id: str = "", prefix: s
         shown,
         abbreviation or zone,
     )
+
+
+def running_for(since: datetime) -> SafeString:
+    """How long since `since`, counting up in the browser (app.js reads data-since), in the units of
+    `elapsed`; the start time, with its zone, on hover."""
+    return format_html(
+        '<span data-since="{}" title="{}">{}</span>',
+        since.isoformat(),
+        _("started %(when)s") % {"when": absolute(since)},
+        elapsed(since, timezone.now()),
+    )
+
+
+def ttl_left(deadline: datetime) -> SafeString:
+    """'TTL 14m 20s left' or 'TTL passed', counting down in the browser (app.js reads data-deadline)."""
+    left = int((deadline - timezone.now()).total_seconds())
+    text = _("TTL %(time)s left") % {"time": seconds_text(left)} if left > 0 else _("TTL passed")
+    return format_html(
+        '<span data-deadline="{}" title="{}">{}</span>',
+        deadline.isoformat(),
+        _("the server may forget this task after %(when)s") % {"when": absolute(deadline)},
+        text,
+    )
+
+
+def expiry_note(task: Any) -> SafeString:
+    """What happened to an expired task, in words a person can act on: lost before its TTL ran out
+    (its server restarted without keeping tasks, most likely), or gone after its TTL."""
+    deadline = task.ttl_deadline
+    expired_at = task.expired_at or timezone.now()
+    if deadline is None:
+        text = _(
+            "The server no longer knows this task, although it set no TTL: the server was probably "
+            "restarted without keeping its tasks."
+        )
+        return format_html("{}", text)
+    if expired_at < deadline:
+        text = _(
+            "The server no longer knows this task, although its TTL had %(left)s left: the server "
+            "was probably restarted without keeping its tasks."
+        ) % {"left": elapsed(expired_at, deadline)}
+        return format_html("{}", text)
+    sentence = conditional_escape(
+        _("Its TTL ran out at %(when)s, and a server may delete a task once its TTL has passed.")
+    )
+    return mark_safe(sentence % {"when": stamp(deadline, "H:i:s")})  # noqa: S308 (escaped, then a <time>)
