@@ -9,6 +9,7 @@
 """
 
 import logging
+import time
 import zoneinfo
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,9 @@ class RetryLostConnectionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # A live page's time (its `live-sync` stamp): taken before its view reads anything, so what
+        # changed after it reaches the page whatever the view read (tasksapp/live/pages.py).
+        request.live_since = time.time()  # type: ignore[attr-defined]
         response = self.get_response(request)
         while (
             getattr(request, "_connection_lost", False)
@@ -44,6 +48,7 @@ class RetryLostConnectionMiddleware:
         ):
             request._connection_lost = False  # type: ignore[attr-defined]
             connections.drop_connections()
+            request.live_since = time.time()  # type: ignore[attr-defined]
             response = self.get_response(request)
         return response
 

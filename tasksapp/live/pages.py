@@ -409,9 +409,17 @@ class ListPage(LivePage):
     worker (`.stale-mark[data-server=…][data-held-by=…]`), however many; a disabled server's as one
     mark for all its rows."""
 
-    def __init__(self, roles: tuple[tuple[str, bool], ...], page_since: datetime, *, fresh: bool) -> None:
+    def __init__(
+        self,
+        roles: tuple[tuple[str, bool], ...],
+        page_since: datetime,
+        *,
+        fresh: bool,
+        shown: frozenset[int] = frozenset(),
+    ) -> None:
         super().__init__(roles, page_since)
         self.fresh = fresh
+        self.shown = set(shown)  # the rows the page shows (it names them), and those added since
         self.locale = tuple(name for name, _ in roles if name.startswith(("language:", "zone:")))
         self.marks: dict[
             int, dict[str, str]
@@ -429,8 +437,16 @@ class ListPage(LivePage):
         return ListPage(self.roles, self.page_since, fresh=self.fresh)
 
     def pick(self, choice: Choice) -> bool:
-        # Rows started after the page was rendered are added at the top of a fresh page.
-        return self.fresh and bool(choice.key >= self.page_since)
+        """A row the fresh page does not show is added at its top if its task started after the
+        page's time, or within MARGIN before it (a task committed between the page's time and its
+        query, or by a process whose clock differs, is not on the page); an older one is on a
+        later page. The page names the rows it shows (`rows`); a row once added is shown, and
+        replaced in place from then on."""
+        created, pk = choice.key
+        if not self.fresh or pk in self.shown or created < self.page_since - MARGIN:
+            return False
+        self.shown.add(pk)
+        return True
 
     def catch_up(self, since: datetime) -> list[Item] | None:
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
@@ -465,7 +481,7 @@ class ListPage(LivePage):
             elif kind == "task" and (row := rows.get(pk)) is not None:
                 created, replace, insert = row
                 if self.fresh:  # at the top of a page rendered before the task started (pick)
-                    fragments.append(Choice(f"task-row-{pk}", created, insert, replace))
+                    fragments.append(Choice(f"task-row-{pk}", (created, pk), insert, replace))
                 else:
                     fragments.append((f"task-row-{pk}", replace))
         return fragments
@@ -566,6 +582,8 @@ class InboxPage(LivePage):
     def catch_up(self, since: datetime) -> list[Item] | None:
         self.shown = set(
             inbox_view.filtered_open(self.filters)
+            # The page's time is taken before its queries (RetryLostConnectionMiddleware), so what
+            # was seen before it is on the page, unless committed in the moment between the two.
             .filter(first_seen_at__lt=self.page_since)
             .values_list("task_id", flat=True)
         )
@@ -664,11 +682,16 @@ def page_for(
     if page == "task" and (task := parse_id(params.get("task"))) is not None:
         return TaskPage(roles, since, task, parse_count(params.get("show"), limit=SHOW_LIMIT))
     if page == "tasks":
-        return ListPage(roles, since, fresh=params.get("fresh") == "1")
+        return ListPage(roles, since, fresh=params.get("fresh") == "1", shown=_ids(params.get("rows", "")))
     if page == "inbox":
         return InboxPage(roles, since, inbox_view.inbox_filters(params))
     simple: dict[str, type[LivePage]] = {"overview": OverviewPage, "servers": ServersPage}
     return simple[page](roles, since) if page in simple else None
+
+
+def _ids(text: str, limit: int = 200) -> frozenset[int]:
+    """The row ids a page names (`rows=3,2,1`): at most `limit`, anything not an id left out."""
+    return frozenset(pk for part in text.split(",")[:limit] if (pk := parse_id(part)) is not None)
 
 
 MARGIN = timedelta(seconds=5)  # clocks of web and worker processes differ; pages take time to render

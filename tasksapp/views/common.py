@@ -1,5 +1,6 @@
 """What every page shares: the role flags, the nav entry, and the live-update socket URL."""
 
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -36,6 +37,8 @@ def page(
         "nav": nav,
         "role_name": role_name(request.user),
         "live_url": f"/ws/live/?{urlencode(live)}" if live else None,
+        # Taken before the view read anything (RetryLostConnectionMiddleware), not as it renders.
+        "live_since": f"{getattr(request, 'live_since', None) or time.time():.6f}",
     }
     return render(request, template, full, status=status)
 

@@ -68,7 +68,9 @@ def task_list(request: HttpRequest) -> HttpResponse:
         "picked_all": picked_all,
     }
     fresh = not any(filters.values()) and current.number == 1 and sort == "-created"
-    live = {"page": "tasks", "fresh": "1"} if fresh else {"page": "tasks"}
+    # A fresh page names its rows: a change to a task it does not show adds the row at the top.
+    rows = ",".join(str(task.pk) for task in current)
+    live = {"page": "tasks", "fresh": "1", "rows": rows} if fresh else {"page": "tasks"}
     return page(request, "tasksapp/task_list.html", context, nav="tasks", live=live)
 
 

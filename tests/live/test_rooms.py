@@ -6,16 +6,19 @@ task's row goes to the top only of the pages rendered before the task started.""
 import asyncio
 import re
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.utils import timezone
 
 from dashboard.asgi import application
 from tasksapp import services
 from tasksapp.live import hub, rooms
 from tasksapp.metrics import live_counts
+from tasksapp.models import RemoteTask
 from tests.support.live import frames_until, make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,6 +68,8 @@ async def test_a_new_task_goes_to_the_top_only_of_the_lists_rendered_before_it_s
     older = socket(client, f"page=tasks&fresh=1&since={time.time() - 60:.6f}")
     assert (await older.connect())[0]
     task = await sync_to_async(make_task)()
+    started = timezone.now() - timedelta(seconds=30)  # longer before the later page than it takes to render
+    await sync_to_async(RemoteTask.objects.filter(pk=task.pk).update)(created_at=started)
     later = socket(client, f"page=tasks&fresh=1&since={time.time():.6f}")  # rendered with the task
     assert (await later.connect())[0]
     await quiet(older, later)
@@ -127,3 +132,51 @@ async def test_the_card_is_rendered_once_for_every_role_with_each_roles_own_acti
     )  # the operator's actions as their page has them
     for communicator in sockets:
         await communicator.disconnect()
+
+
+async def test_a_task_started_just_before_a_list_was_stamped_is_added_at_its_top() -> None:
+    """A task committed between the list's time and its query, or stamped by a process whose clock
+    is behind, started "before" the page yet is not on it. The page names the rows it shows; any
+    other row started within the margin is added at the top (by the catch-up on connect here), and
+    replaced in place from then on; a row the page names is replaced in place."""
+    _, client = await sync_to_async(signed_in)()
+    task = await sync_to_async(make_task)()
+    page = socket(client, f"page=tasks&fresh=1&since={time.time() + 1:.6f}")  # stamped a second later
+    assert (await page.connect())[0]
+    added = (await frames_until(page, lambda frame: f"task-row-{task.pk}" in frame))[-1]
+    assert "afterbegin:#task-rows" in added and f'<tr id="task-row-{task.pk}" hx-swap-oob="delete">' in added
+    await sync_to_async(services.task_record_error)(task=task, error="failed again")
+    again = (await frames_until(page, lambda frame: f"task-row-{task.pk}" in frame))[-1]
+    assert f'<tr id="task-row-{task.pk}" hx-swap-oob="true">' in again and "afterbegin" not in again
+
+    shows = socket(client, f"page=tasks&fresh=1&rows={task.pk},x,-3&since={time.time() + 1:.6f}")
+    assert (await shows.connect())[0]  # a page that names the row: it has it
+    await sync_to_async(services.task_record_error)(task=task, error="seen where it is")
+    replaced = (await frames_until(shows, lambda frame: f"task-row-{task.pk}" in frame))[-1]
+    assert f'<tr id="task-row-{task.pk}" hx-swap-oob="true">' in replaced and "afterbegin" not in replaced
+    for communicator in (page, shows):
+        await communicator.disconnect()
+
+
+def test_a_live_pages_time_is_taken_before_it_reads_anything() -> None:
+    """The page's `live-sync` time (what its socket catches up from, and what tells a new row or
+    question from one the page shows) comes before its first query: a change committed between
+    the two reaches the page. Stamped as the template rendered, it came after the rows were read
+    (they are built in the view), and a task committed in between was lost to the page."""
+    from django.db import connection
+
+    _, client = signed_in()
+    for url in ("/tasks/", "/inbox/", "/"):
+        queried: list[float] = []
+
+        def timed(
+            execute: Any, sql: str, params: Any, many: bool, context: Any, queried: list[float] = queried
+        ) -> Any:
+            queried.append(time.time())
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(timed):
+            html = client.get(url).content.decode()
+        found = re.search(r'id="live-sync" hidden data-since="([0-9.]+)"', html)
+        assert found and queried, url
+        assert float(found.group(1)) <= min(queried), url
