@@ -401,8 +401,8 @@ def timeline_entry(event: TaskEvent) -> tuple[str, str]:
 
 
 class ListPage(LivePage):
-    """The task list: rows replaced in place; on the first page of the unfiltered list, tasks
-    started after the page was rendered are added at the top (moved there if already added).
+    """The task list: rows replaced in place; on the first page of the unfiltered list, a row the
+    page does not show is added at the top once if its task is new to it (pick).
 
     A row's stale mark depends on its server and on the worker holding the task, so a server's
     health is sent as one mark per worker that the page puts into every row of that server and
