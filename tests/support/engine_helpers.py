@@ -19,6 +19,9 @@ def run_worker(seconds: float, **options: object) -> Worker:
     return asyncio.run(main())
 
 
+STOP_SECONDS = 30  # a worker's own shutdown takes well under a second
+
+
 def run_worker_until(condition: Callable[[], bool], timeout: float = 20.0, **options: object) -> Worker:
     """Run a worker until `condition()` (checked between steps) holds, or fail after `timeout`."""
 
@@ -35,7 +38,10 @@ def run_worker_until(condition: Callable[[], bool], timeout: float = 20.0, **opt
                 await asyncio.sleep(0.1)
         finally:
             worker.stop()
-            await runner
+            try:  # Bound: a worker that does not stop fails the test instead of hanging the run
+                await asyncio.wait_for(runner, STOP_SECONDS)
+            except TimeoutError:
+                raise AssertionError(f"the worker did not stop within {STOP_SECONDS} s") from None
         return worker
 
     return asyncio.run(main())
