@@ -556,10 +556,15 @@ class InboxPage(LivePage):
     Only questions matching the page's filters (server, tool, kind: its socket URL carries them)."""
 
     def __init__(
-        self, roles: tuple[tuple[str, bool], ...], page_since: datetime, filters: dict[str, str] | None = None
+        self,
+        roles: tuple[tuple[str, bool], ...],
+        page_since: datetime,
+        filters: dict[str, str] | None = None,
+        named: frozenset[int] = frozenset(),
     ) -> None:
         super().__init__(roles, page_since)
-        self.shown: set[int] = set()
+        self.named = named  # the tasks the page shows (it names them)
+        self.shown: set[int] = set(named)
         self.filters = filters or {}
         self.filter_key = tuple(sorted(self.filters.items()))  # renders are shared per filter
 
@@ -580,11 +585,12 @@ class InboxPage(LivePage):
         return True
 
     def catch_up(self, since: datetime) -> list[Item] | None:
-        self.shown = set(
+        # What the page shows (it names its tasks), and the questions seen long enough before the
+        # page's time to be on it or on a later page: a question seen within MARGIN of it and not
+        # named (committed between the page's time and its query) is added at the end.
+        self.shown = set(self.named) | set(
             inbox_view.filtered_open(self.filters)
-            # The page's time is taken before its queries (RetryLostConnectionMiddleware), so what
-            # was seen before it is on the page, unless committed in the moment between the two.
-            .filter(first_seen_at__lt=self.page_since)
+            .filter(first_seen_at__lt=self.page_since - MARGIN)
             .values_list("task_id", flat=True)
         )
         changed = tasks_changed_since(since, settings.LIVE_CATCH_UP_LIMIT)
@@ -684,7 +690,7 @@ def page_for(
     if page == "tasks":
         return ListPage(roles, since, fresh=params.get("fresh") == "1", shown=_ids(params.get("rows", "")))
     if page == "inbox":
-        return InboxPage(roles, since, inbox_view.inbox_filters(params))
+        return InboxPage(roles, since, inbox_view.inbox_filters(params), named=_ids(params.get("items", "")))
     simple: dict[str, type[LivePage]] = {"overview": OverviewPage, "servers": ServersPage}
     return simple[page](roles, since) if page in simple else None
 

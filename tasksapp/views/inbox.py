@@ -59,6 +59,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
     }
     # The socket gets the filters too, so a question pushed live is added only if it matches them.
     live = {"page": "inbox", **{key: value for key, value in filters.items() if value}}
+    # And the tasks it shows: a question of another task, seen around the page's time, is added.
+    live["items"] = ",".join(str(item["task"].pk) for item in context["items"])
     return page(request, "tasksapp/inbox.html", context, nav="inbox", live=live)
 
 

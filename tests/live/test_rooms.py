@@ -19,6 +19,7 @@ from tasksapp import services
 from tasksapp.live import hub, rooms
 from tasksapp.metrics import live_counts
 from tasksapp.models import RemoteTask
+from tests.live.test_live import ask
 from tests.support.live import frames_until, make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,6 +156,25 @@ async def test_a_task_started_just_before_a_list_was_stamped_is_added_at_its_top
     replaced = (await frames_until(shows, lambda frame: f"task-row-{task.pk}" in frame))[-1]
     assert f'<tr id="task-row-{task.pk}" hx-swap-oob="true">' in replaced and "afterbegin" not in replaced
     for communicator in (page, shows):
+        await communicator.disconnect()
+
+
+async def test_a_question_asked_just_before_an_inbox_was_stamped_is_added_to_it() -> None:
+    """As for the list: an inbox names the tasks it shows; another task's question, seen within the
+    margin before the page's time, is added at the end (by the catch-up on connect here); a task
+    the page names is replaced where it is."""
+    _, client = await sync_to_async(signed_in)("operator", "otto")
+    task = await sync_to_async(make_task)()
+    await sync_to_async(ask)(task)
+    lacks = socket(client, f"page=inbox&since={time.time() + 1:.6f}")
+    assert (await lacks.connect())[0]
+    added = (await frames_until(lacks, lambda frame: f"inbox-task-{task.pk}" in frame))[-1]
+    assert "beforeend:#inbox-items" in added and "Name?" in added
+    shows = socket(client, f"page=inbox&items={task.pk}&since={time.time() + 1:.6f}")
+    assert (await shows.connect())[0]
+    replaced = (await frames_until(shows, lambda frame: f"inbox-task-{task.pk}" in frame))[-1]
+    assert "beforeend" not in replaced and "Name?" in replaced
+    for communicator in (lacks, shows):
         await communicator.disconnect()
 
 
