@@ -366,11 +366,11 @@ class TaskPage(LivePage):
         return sections, timeline
 
 
-# A busy task's page reads its task per change: compiled once (the compilation was most of the read).
 def _locale() -> tuple[str, str]:
     return translation.get_language(), timezone.get_current_timezone_name()
 
 
+# A busy task's page reads its task per change: compiled once (the compilation was most of the read).
 _task_for_detail = Prepared(lambda pk: RemoteTask.objects.for_detail().filter(pk=pk), 1)
 
 _entries: RenderCache[tuple[Any, ...], tuple[str, str]] = RenderCache(
