@@ -39,7 +39,9 @@ def test_cancel_a_task_through_the_confirmation_page(logged_in: Callable[..., Pa
     expect(timeline.filter(has_text="cancel requested by demo")).to_have_count(1)
     expect(timeline.filter(has_text="Cancelled at the client's request.")).not_to_have_count(0)
     # The history reads in order: the request, then the server's confirmation, which stays last.
-    texts = timeline.all_inner_texts()
+    # Read in one go (a live frame may swap the section while Playwright reads entry by entry, and a
+    # detached entry's text is its raw source: CI, once), whitespace as the page shows it.
+    texts = page.evaluate(TIMELINE_TEXTS)
     requested = [i for i, text in enumerate(texts) if "cancel requested by demo" in text]
     cancelled = [i for i, text in enumerate(texts) if re.search(r"\bcancelled via ", text)]
     assert requested and cancelled, texts
@@ -48,6 +50,12 @@ def test_cancel_a_task_through_the_confirmation_page(logged_in: Callable[..., Pa
     expect(page.get_by_role("link", name="Cancel task…")).to_have_count(0)
     page.goto("/tasks/")
     expect(page.locator(f"#task-row-{pk} .badge")).to_have_text("cancelled")
+
+
+TIMELINE_TEXTS = (
+    "() => [...document.querySelectorAll('#task-timeline li')]"
+    ".map(entry => entry.textContent.replace(/\\s+/g, ' ').trim())"
+)
 
 
 def forge(page: Page, url: str, **fields: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from tasksapp import events, services
 from tasksapp.metrics import live_counts
 from tasksapp.models import McpServer, RemoteTask, holder_key
 from tasksapp.services.tasks import task_note
-from tests.support.live import closed_with, frames_until, make_task, signed_in, socket
+from tests.support.live import ask, closed_with, frames_until, make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -159,23 +159,6 @@ async def test_pushed_forms_carry_no_csrf_token(viewer: tuple[User, Client]) -> 
     assert 'class="answer-form"' in frame and "Accept and send" in frame  # the operator's form
     assert "csrfmiddlewaretoken" not in frame and client.cookies["csrftoken"].value not in frame
     await communicator.disconnect()
-
-
-def ask(task: RemoteTask) -> None:
-    """The server asks a question (what the worker records from an input_required snapshot)."""
-    from django.db import transaction
-
-    from tasksapp.models import InputRequest
-
-    schema = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}}
-    with transaction.atomic():
-        request = InputRequest(
-            task=task, method="elicitation/create", params={"message": "Name?", "requestedSchema": schema}
-        )
-        request.set_key("k1")
-        request.save()
-        RemoteTask.objects.filter(pk=task.pk).update(status="input_required")
-        events.publish_task_changed(task.pk, inbox=True)
 
 
 async def test_a_section_over_the_frame_cap_becomes_a_reload_hint(viewer: tuple[User, Client]) -> None:

@@ -19,8 +19,7 @@ from tasksapp import services
 from tasksapp.live import hub, rooms
 from tasksapp.metrics import live_counts
 from tasksapp.models import RemoteTask
-from tests.live.test_live import ask
-from tests.support.live import frames_until, make_task, signed_in, socket
+from tests.support.live import ask, frames_until, make_task, signed_in, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

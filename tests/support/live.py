@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from dashboard.asgi import application
+from tasksapp import events
 from tasksapp.models import McpServer, RemoteTask
 
 HOST = "127.0.0.1:8123"
@@ -52,3 +53,20 @@ async def closed_with(communicator: WebsocketCommunicator, timeout: float = 5) -
         message = await communicator.receive_output(timeout=timeout)
         if message["type"] == "websocket.close":
             return int(message.get("code", 1000))
+
+
+def ask(task: RemoteTask) -> None:
+    """The server asks a question (what the worker records from an input_required snapshot)."""
+    from django.db import transaction
+
+    from tasksapp.models import InputRequest
+
+    schema = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}}
+    with transaction.atomic():
+        request = InputRequest(
+            task=task, method="elicitation/create", params={"message": "Name?", "requestedSchema": schema}
+        )
+        request.set_key("k1")
+        request.save()
+        RemoteTask.objects.filter(pk=task.pk).update(status="input_required")
+        events.publish_task_changed(task.pk, inbox=True)
