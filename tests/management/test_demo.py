@@ -106,9 +106,21 @@ def test_a_restarted_demo_keeps_the_password_and_the_reference_servers_tasks(tmp
             change = admin.get(f"/admin/auth/user/{demo_id.group(1)}/change/")
             assert change.status_code == 200 and 'name="groups"' in change.text  # roles can be assigned
             assert admin.get("/admin/auth/group/").status_code == 200
-    with running_demo(tmp_path, "--password", "a-new-one-for-tests") as (_, third):
+    with running_demo(tmp_path, "--password", "a-new-one-for-tests") as (url, third):
         assert third == "a-new-one-for-tests"
+        signed_in = httpx.Client(base_url=url, timeout=30)
+        assert "Site administration" in log_in(signed_in, third).text
     assert kept.read_text().strip() == "a-new-one-for-tests"
+    # Started again with the same --password (a script, a shell's history): the password is the
+    # same, so it is not set again, and the browser signed in above stays signed in (setting it
+    # again changed the session's hash: every open page said "signed out").
+    try:
+        with running_demo(tmp_path, "--password", "a-new-one-for-tests") as (url, fourth):
+            assert fourth == "a-new-one-for-tests"
+            again = signed_in.get(f"{url}/admin/", follow_redirects=False)
+            assert again.status_code == 200 and "Site administration" in again.text
+    finally:
+        signed_in.close()
 
 
 def manage(var: Path, *args: str) -> Any:

@@ -124,8 +124,9 @@ class Command(BaseCommand):
     def _demo_user(self, username: str, password: str | None) -> str:
         """Keep the demo user's password across restarts (open browsers stay logged in).
 
-        --password sets it; otherwise the one kept in var/demo_password is reused, and a new one is
-        made up only for a new user. A password changed elsewhere (the admin site) is left alone.
+        --password sets it (the same one again changes nothing); otherwise the one kept in
+        var/demo_password is reused, and a new one is made up only for a new user. A password
+        changed elsewhere (the admin site) is left alone.
         Superuser: the README sends the demo user to the admin site to assign roles.
         """
         stored_at = Path(settings.VAR_DIR) / PASSWORD_FILE
@@ -141,7 +142,10 @@ class Command(BaseCommand):
         elif password is None:
             password = shown = secrets.token_urlsafe(9)
         if password is not None:
-            user.set_password(password)
+            # The same password again (a script, a shell's history) is not set again: a new hash
+            # would sign out every browser that is signed in.
+            if created or not user.check_password(password):
+                user.set_password(password)
             _write_private(stored_at, password)
         user.save()
         user.groups.add(Group.objects.get(name="admin"))
