@@ -43,8 +43,9 @@ PAGE_TASKS = 10
 def inbox(request: HttpRequest) -> HttpResponse:
     filters = inbox_filters(request.GET)
     ranked = Paginator(tasks_by_urgency(filters), PAGE_TASKS).get_page(request.GET.get("page"))
+    items = inbox_items(list(ranked.object_list), filters)
     context = {
-        "items": inbox_items(list(ranked.object_list), filters),
+        "items": items,
         "calls": [_call_item(call) for call in open_calls(filters)] if ranked.number == 1 else [],
         "page_obj": ranked,
         "filters": filters,
@@ -60,7 +61,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
     # The socket gets the filters too, so a question pushed live is added only if it matches them.
     live = {"page": "inbox", **{key: value for key, value in filters.items() if value}}
     # And the tasks it shows: a question of another task, seen around the page's time, is added.
-    live["items"] = ",".join(str(item["task"].pk) for item in context["items"])
+    live["items"] = ",".join(str(item["task"].pk) for item in items)
     return page(request, "tasksapp/inbox.html", context, nav="inbox", live=live)
 
 
