@@ -18,10 +18,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import Truncator, slugify
+from django.utils.text import Truncator
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
+from tasksapp.presenters.task_rows import status_badge
 from tasksapp.presenters.times import (
     elapsed,
     expiry_note,
@@ -60,11 +61,7 @@ def card_html(task: Any, life: Any, *, oob: bool, actions: str) -> SafeString:
 
 def badge(task: Any) -> str:
     """tasksapp/_badge.html: the status badge and, for a stale task, its flag."""
-    status = task.display_status
-    shown = (
-        f'<span class="badge {escape(slugify(status))}" data-status="{escape(status)}">'
-        f"{escape(pgettext('task status', status))}</span>"
-    )
+    shown = status_badge(task.display_status)
     since = task.stale_since
     if not since:
         return shown

@@ -123,13 +123,18 @@ def _message(text: str) -> str:
 def _badge(display_status: str, page: _Page) -> str:
     """templates/tasksapp/_badge.html with stale_apart: the status alone."""
     if (found := page.badges.get(display_status)) is None:
-        # As {% translate var context %} does: '%' doubled for the lookup, then restored.
-        shown = pgettext("task status", display_status.replace("%", "%%")).replace("%%", "%")
-        found = page.badges[display_status] = (
-            f'<span class="badge {escape(slugify(display_status))}" data-status="{escape(display_status)}">'
-            f"{escape(shown)}</span>"
-        )
+        found = page.badges[display_status] = status_badge(display_status)
     return found
+
+
+def status_badge(display_status: str) -> str:
+    """The status badge of templates/tasksapp/_badge.html, for a row and for a task's card."""
+    # As {% translate var context %} does: '%' doubled for the lookup, then restored.
+    shown = pgettext("task status", display_status.replace("%", "%%")).replace("%%", "%")
+    return (
+        f'<span class="badge {escape(slugify(display_status))}" data-status="{escape(display_status)}">'
+        f"{escape(shown)}</span>"
+    )
 
 
 def _running_for(since: datetime, page: _Page) -> str:
