@@ -89,6 +89,9 @@ TEMPLATES = [
         },
     },
 ]
+# Django's renderer, with its commonest widget and error-list templates written in Python (the
+# inbox's fields were a third of its time): tasksapp/lib/widgets.py.
+FORM_RENDERER = "tasksapp.lib.widgets.Renderer"
 
 # How long a worker's claim on a task lasts without renewal (docs/worker.md); also how long
 # PostgreSQL lets a transaction sit idle (DATABASE_IDLE_IN_TRANSACTION_SECONDS below).

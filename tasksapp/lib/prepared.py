@@ -8,6 +8,10 @@ values in place of the caller's, and from then on runs the same SQL with the cal
 where the stand-ins were. The rows become models exactly as the queryset's own would (Django's
 ModelIterable, on the compiled query).
 
+`count(*values)` runs `SELECT COUNT(*)` over the same SQL (a query whose rows are only counted, e.g.
+a union of ids). Values are ints, strings and aware datetimes (written as the connection writes a
+datetime column's value).
+
 Only values that reach the SQL as parameters may vary (`pk=…`, `task_id=…`); anything compiled
 into the SQL's text (a slice's LIMIT, a field name) belongs in the shape, and queries of different
 shapes are different `Prepared`. That a value is a parameter is checked when the query is compiled:
@@ -18,6 +22,7 @@ import itertools
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections
@@ -25,6 +30,8 @@ from django.db.models import Model, QuerySet
 from django.db.models.query import ModelIterable
 
 _STAND_IN_BASE = -(2**31) + 7_919  # ints no query here is asked about (primary keys are positive)
+_STAND_IN_TIME = datetime(1901, 2, 3, 4, 5, 6, 7_919, tzinfo=UTC)  # a time no query here asks about
+type Value = int | str | datetime
 
 
 @dataclass
@@ -34,6 +41,8 @@ class _Compiled:
     sql: str
     params: tuple[Any, ...]
     slots: tuple[int, ...]  # where each value goes in `params`
+    kinds: tuple[type, ...]  # each value's type
+    writers: tuple[Callable[[Any], Any], ...]  # each value as its parameter (a datetime on SQLite: a string)
 
 
 class _Run:
@@ -65,24 +74,39 @@ class Prepared[M: Model]:
         self.arity = arity
         self._local = threading.local()
 
-    def all(self, *values: int | str) -> list[M]:
+    def all(self, *values: Value) -> list[M]:
+        compiled, params = self._run(values)
+        rows: list[M] = list(ModelIterable(_Run(compiled, params)))  # type: ignore[arg-type]
+        return rows
+
+    def first(self, *values: Value) -> M | None:
+        found = self.all(*values)
+        return found[0] if found else None
+
+    def count(self, *values: Value) -> int:
+        """How many rows the query has: one COUNT(*) over its SQL."""
+        compiled, params = self._run(values)
+        with compiled.compiler.connection.cursor() as cursor:
+            # The SQL is Django's own compilation of the queryset; the values are parameters.
+            cursor.execute(f"SELECT COUNT(*) FROM ({compiled.sql}) prepared_count", params)  # noqa: S608
+            return int(cursor.fetchone()[0])
+
+    def _run(self, values: tuple[Value, ...]) -> tuple[_Compiled, tuple[Any, ...]]:
         if len(values) != self.arity:
             raise TypeError(f"{self.arity} values expected, {len(values)} given")
         compiled = self._compiled(values)
         params = list(compiled.params)
-        for slot, value in zip(compiled.slots, values, strict=True):
-            wanted = type(params[slot])  # as compiled: an int for an int
-            if type(value) is not wanted:
-                raise TypeError(f"a prepared query takes {wanted.__name__}, not {type(value).__name__}")
-            params[slot] = value
-        rows: list[M] = list(ModelIterable(_Run(compiled, tuple(params))))  # type: ignore[arg-type]
-        return rows
+        for slot, kind, write, value in zip(
+            compiled.slots, compiled.kinds, compiled.writers, values, strict=True
+        ):
+            if type(value) is not kind:  # as compiled: an int for an int
+                raise TypeError(f"a prepared query takes {kind.__name__}, not {type(value).__name__}")
+            if isinstance(value, datetime) and value.tzinfo is None:
+                raise TypeError("a prepared query takes aware datetimes")
+            params[slot] = write(value)
+        return compiled, tuple(params)
 
-    def first(self, *values: int | str) -> M | None:
-        found = self.all(*values)
-        return found[0] if found else None
-
-    def _compiled(self, values: tuple[int | str, ...]) -> _Compiled:
+    def _compiled(self, values: tuple[Value, ...]) -> _Compiled:
         """This thread's compiled query, made again when its connection is not the same object."""
         compiled: _Compiled | None = getattr(self._local, "compiled", None)
         if compiled is not None and compiled.compiler.connection is connections[compiled.queryset.db]:
@@ -91,16 +115,19 @@ class Prepared[M: Model]:
         queryset = self.make(*stand_ins)
         compiler = queryset.query.get_compiler(using=queryset.db)
         sql, params = compiler.as_sql()
-        slots = []
+        slots, writers = [], []
         for stand_in in stand_ins:
-            kind = type(stand_in)
-            found = [i for i, param in enumerate(params) if type(param) is kind and param == stand_in]
+            write = _writer(stand_in, compiler.connection)
+            written = write(stand_in)
+            found = [i for i, param in enumerate(params) if type(param) is type(written) and param == written]
             if len(found) != 1:
                 raise ValueError(
                     f"a prepared query's value must be one of its parameters ({len(found)} found)"
                 )
             slots.append(found[0])
-        compiled = _Compiled(queryset, compiler, sql, tuple(params), tuple(slots))
+            writers.append(write)
+        kinds = tuple(type(stand_in) for stand_in in stand_ins)
+        compiled = _Compiled(queryset, compiler, sql, tuple(params), tuple(slots), kinds, tuple(writers))
         self._local.compiled = compiled
         return compiled
 
@@ -108,9 +135,25 @@ class Prepared[M: Model]:
 _counter = itertools.count()
 
 
-def _stand_in(value: Hashable, index: int) -> int | str:
+def _stand_in(value: Hashable, index: int) -> Value:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise TypeError("a prepared query takes aware datetimes")
+        return _STAND_IN_TIME + timedelta(microseconds=index)
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise TypeError(f"a prepared query takes ints and strings, not {type(value).__name__}")
+        raise TypeError(f"a prepared query takes ints, strings and datetimes, not {type(value).__name__}")
     if isinstance(value, int):
         return _STAND_IN_BASE + index
     return f"\x00prepared-stand-in-{index}-{next(_counter)}"
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _writer(stand_in: Value, connection: Any) -> Callable[[Any], Any]:
+    """How a value becomes its parameter: as it is, or a datetime as the connection writes a
+    datetime column's (SQLite: a string in UTC)."""
+    if isinstance(stand_in, datetime):
+        return connection.ops.adapt_datetimefield_value  # type: ignore[no-any-return]
+    return _same

@@ -17,8 +17,16 @@ class PendingCallQuerySet(models.QuerySet["PendingCall"]):
     def waiting(self, now: datetime | None = None) -> "PendingCallQuerySet":
         """Calls whose questions someone may still answer: open, on a server in use, and asked within
         MCP_PENDING_CALL_TTL_SECONDS (older ones have expired, whether or not that was recorded yet)."""
-        since = (now or timezone.now()) - timedelta(seconds=settings.MCP_PENDING_CALL_TTL_SECONDS)
+        return self.waiting_since(waiting_since(now or timezone.now()))
+
+    def waiting_since(self, since: datetime) -> "PendingCallQuerySet":
+        """waiting() as of when `since` is waiting_since(now)."""
         return self.filter(Q(state="open", updated_at__gte=since) & watched_servers("server__"))
+
+
+def waiting_since(now: datetime) -> datetime:
+    """The oldest a waiting call may be at `now` (MCP_PENDING_CALL_TTL_SECONDS)."""
+    return now - timedelta(seconds=settings.MCP_PENDING_CALL_TTL_SECONDS)
 
 
 class PendingCall(models.Model):

@@ -39,7 +39,8 @@ class _Words:
         self.via = _("via %(source)s")
         self.zone = timezone.get_current_timezone()
         self.zone_name = timezone.get_current_timezone_name()
-        self.statuses: dict[str, str] = {}
+        self.statuses: dict[str, tuple[str, str]] = {}  # status: (its words, escaped; its slug)
+        self.sources: dict[str, str] = {}  # source: "via …", escaped (get_source_display's words)
 
 
 def entry_html(event: Any, *, oob: bool = False) -> SafeString:
@@ -57,7 +58,10 @@ def _entry(event: Any, words: _Words, *, oob: bool) -> str:
     status = str(event.status)
     shown = words.statuses.get(status)
     if shown is None:
-        shown = words.statuses[status] = escape(pgettext("task status", status))
+        shown = words.statuses[status] = (escape(pgettext("task status", status)), escape(slugify(status)))
+    via = words.sources.get(event.source)
+    if via is None:  # get_source_display builds the field's whole choices map on every call
+        via = words.sources[event.source] = words.via % {"source": escape(str(event.get_source_display()))}
     trimmed = event.source == TRIMMED
     merged = event.merged
     counted = merged + 1 if merged and not trimmed else 0
@@ -68,9 +72,9 @@ def _entry(event: Any, words: _Words, *, oob: bool) -> str:
         trimmed=' class="trimmed"' if trimmed else "",
         oob=' hx-swap-oob="true"' if oob else "",
         when=stamp_local(event.observed_at.astimezone(words.zone), words.zone_name, "H:i:s.ms"),
-        slug=escape(slugify(status)),
-        status=shown,
-        via=words.via % {"source": escape(str(event.get_source_display()))},
+        slug=shown[1],
+        status=shown[0],
+        via=via,
         message=f" — {escape(message)}" if message else "",
         merged=(
             f' <span class="small muted" data-merged="{merged}">('

@@ -2,12 +2,14 @@
 rows the same models the queryset itself gives, related rows and annotations included."""
 
 import threading
+from datetime import timedelta
 from typing import Any, cast
 
 import pytest
 from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from tasksapp.lib.prepared import Prepared
 from tasksapp.models import McpServer, RemoteTask, ServerHealth, TaskEvent
@@ -93,3 +95,20 @@ def test_each_thread_runs_its_own_compiled_query_on_its_own_connection() -> None
     connection.close()  # a new connection: the query is compiled again for it, same rows
     row = detail.first(task.pk)
     assert row is not None and row.status_message == "seen from a thread"
+
+
+def test_a_prepared_count_over_a_time_counts_what_the_orm_counts() -> None:
+    task = make_task()
+    now = timezone.now()
+    for seconds in (1, 5, 30, 90):
+        TaskEvent.objects.create(
+            task=task, status="working", source="poll", observed_at=now - timedelta(seconds=seconds)
+        )
+    since = Prepared(lambda at: TaskEvent.objects.filter(observed_at__gte=at), 1)
+    for back in (0, 2, 10, 60, 3600):
+        at = now - timedelta(seconds=back)
+        assert since.count(at) == TaskEvent.objects.filter(observed_at__gte=at).count(), back
+    with pytest.raises(TypeError):
+        since.count(now.replace(tzinfo=None))  # a naive time is refused, not read in some zone
+    with pytest.raises(TypeError):
+        since.count(1)

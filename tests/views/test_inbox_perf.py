@@ -1,6 +1,8 @@
 """The inbox with many open requests: one page at a time, the most urgent first, no JavaScript needed,
 a constant number of queries whatever the number of open requests."""
 
+import random
+import secrets
 from datetime import timedelta
 
 import pytest
@@ -10,9 +12,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from tasksapp.models import McpServer, RemoteTask
+from tasksapp.models import InputRequest, McpServer, RemoteTask
+from tasksapp.presenters.inbox import tasks_by_urgency
 from tasksapp.views.inbox import PAGE_TASKS
-from tests.support.inbox import open_tasks, shown
+from tests.support.inbox import CONTACT_FORM, open_tasks, shown
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,3 +63,37 @@ def test_an_expiring_task_leaves_the_inbox(operator: Client) -> None:
     gone, kept = open_tasks(server, 2)
     RemoteTask.objects.filter(pk=gone.pk).update(expired=True, expired_at=timezone.now() - timedelta(1))
     assert shown(operator.get("/inbox/").content.decode()) == [kept.pk]
+
+
+def test_the_database_ranks_tasks_as_their_deadlines_and_first_questions_say() -> None:
+    """tasks_by_urgency against the ranking it replaced, written out: random creation times, TTLs
+    (some none), several requests per task, ties."""
+    server = McpServer.objects.create(name="s", url="http://127.0.0.1:9/mcp")
+    rng = random.Random(7)
+    now = timezone.now().replace(microsecond=0)
+    for _ in range(60):
+        task = RemoteTask(
+            server=server,
+            tool_name="ask_form",
+            status="input_required",
+            remote_created_at=rng.choice([None, now - timedelta(minutes=rng.randint(0, 5))]),
+            ttl_ms=rng.choice([None, 60_000, 120_000, rng.randint(1, 600_000)]),
+        )
+        task.set_remote_id(secrets.token_urlsafe(16))
+        task.save()
+        for _ in range(rng.randint(1, 3)):
+            request = InputRequest(task=task, method="elicitation/create", params=CONTACT_FORM)
+            request.set_key(secrets.token_urlsafe(16))
+            request.save()
+            seen = now - timedelta(seconds=rng.choice([0, 10, rng.randint(0, 300)]))
+            InputRequest.objects.filter(pk=request.pk).update(first_seen_at=seen)
+
+    best: dict[int, tuple[float, float]] = {}
+    for request in InputRequest.objects.select_related("task"):
+        task = request.task
+        created, ttl = task.remote_created_at, task.ttl_ms
+        deadline = created.timestamp() + ttl / 1000 if ttl is not None and created else float("inf")
+        rank = (deadline, request.first_seen_at.timestamp())
+        best[task.pk] = min(rank, best.get(task.pk, rank))
+    expected = sorted(best, key=lambda pk: (best[pk], pk))
+    assert tasks_by_urgency() == expected
