@@ -21,14 +21,13 @@ from django.utils import timezone, translation
 from django.utils.safestring import mark_safe
 
 from tasksapp import events
-from tasksapp.lib.prepared import Prepared
 from tasksapp.live import fanout, shared
 from tasksapp.live.cache import RenderCache
 from tasksapp.models import InputRequest, McpServer, RemoteTask, ServerHealth, TaskEvent, holder_key
 from tasksapp.permissions import roles_of
 from tasksapp.presenters import inbox as inbox_view
 from tasksapp.presenters import task_rows, timeline_rows
-from tasksapp.presenters.task import SHOW_LIMIT, TIMELINE_PAGE, input_view, task_context
+from tasksapp.presenters.task import SHOW_LIMIT, TIMELINE_PAGE, detail_task, input_view, task_context
 from tasksapp.presenters.task_card import card_html
 from tasksapp.queryparams import parse_count, parse_id
 
@@ -313,7 +312,7 @@ class TaskPage(LivePage):
     def _load(self) -> dict[str, Any] | None:
         """What every audience's render of the task's page reads (the task, its timeline, its open
         questions, where its time went), or None when the task is gone."""
-        task = _task_for_detail.first(self.pk)
+        task = detail_task(self.pk)
         if task is None:
             return None
         return task_context(task, AnonymousUser(), show=self.show)
@@ -369,9 +368,6 @@ class TaskPage(LivePage):
 def _locale() -> tuple[str, str]:
     return translation.get_language(), timezone.get_current_timezone_name()
 
-
-# A busy task's page reads its task per change: compiled once (the compilation was most of the read).
-_task_for_detail = Prepared(lambda pk: RemoteTask.objects.for_detail().filter(pk=pk), 1)
 
 _entries: RenderCache[tuple[Any, ...], tuple[str, str]] = RenderCache(
     size=20_000, kept="timeline_rendered", reused="timeline_reused"

@@ -46,6 +46,15 @@ def task_context(task: RemoteTask, user: Any, *, show: int = TIMELINE_PAGE) -> d
     }
 
 
+def detail_task(pk: int) -> RemoteTask | None:
+    """The task a task's page shows (RemoteTask.objects.for_detail()), None if there is none. A busy
+    task's live page reads it per change: compiled once (the compilation was most of the read)."""
+    return _detail_task.first(pk)
+
+
+_detail_task = Prepared(lambda pk: RemoteTask.objects.for_detail().filter(pk=pk), 1)
+
+
 def timeline(task: RemoteTask, show: int) -> dict[str, Any]:
     """The latest `show` events, oldest first, and how many older ones the page leaves out."""
     show = max(TIMELINE_PAGE, show)
@@ -55,7 +64,7 @@ def timeline(task: RemoteTask, show: int) -> dict[str, Any]:
             event.task = task  # as task.events would have it
     else:
         latest = list(task.events.order_by("-observed_at", "-id")[:show])
-    hidden = task.events.count() - len(latest) if len(latest) == show else 0
+    hidden = _events.count(task.pk) - len(latest) if len(latest) == show else 0
     return {
         "events": latest[::-1],
         "events_hidden": hidden,
@@ -68,6 +77,7 @@ _latest_events = Prepared(
     lambda task_id: TaskEvent.objects.filter(task_id=task_id).order_by("-observed_at", "-id")[:TIMELINE_PAGE],
     1,
 )
+_events = Prepared(lambda task_id: TaskEvent.objects.filter(task_id=task_id), 1)
 _open_requests = Prepared(lambda task_id: InputRequest.objects.filter(task_id=task_id, state="open"), 1)
 
 

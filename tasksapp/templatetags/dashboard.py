@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp.lib import markdown as markdown_module
+from tasksapp.presenters.overview import chart_html
 from tasksapp.presenters.task_card import card_html
 from tasksapp.presenters.timeline_rows import entries_html
 from tasksapp.presenters.times import (
@@ -31,6 +32,7 @@ register.simple_tag(running_for, name="running_for")
 register.simple_tag(ttl_left, name="ttl_left")
 register.simple_tag(expiry_note, name="expiry_note")
 register.simple_tag(entries_html, name="timeline_entries")
+register.simple_tag(chart_html, name="hourly_chart")
 
 
 @register.simple_tag(takes_context=True)

@@ -13,7 +13,7 @@ from tasksapp.lib import crypto
 from tasksapp.models import Agent, McpServer, RemoteTask
 from tasksapp.permissions import CANCEL, VIEW, can, require
 from tasksapp.presenters import task_rows
-from tasksapp.presenters.task import SHOW_LIMIT, task_context
+from tasksapp.presenters.task import SHOW_LIMIT, detail_task, task_context
 from tasksapp.queryparams import parse_count
 from tasksapp.views.common import not_cross_site, page
 
@@ -112,7 +112,9 @@ def task_find(request: HttpRequest) -> HttpResponse:
 
 @require(VIEW)
 def task_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    task = get_object_or_404(RemoteTask.objects.for_detail(), pk=pk)
+    task = detail_task(pk)
+    if task is None:
+        raise Http404("No such task.")
     show = parse_count(request.GET.get("show"), limit=SHOW_LIMIT)
     # The socket keeps the timeline as long as this page shows it ("show older": docs/live.md).
     live = {"page": "task", "task": str(task.pk), **({"show": str(show)} if show else {})}
