@@ -18,12 +18,15 @@ back and recounts (idempotent; cheap beside a migration).
 
 # ruff: noqa: S608 -- the SQL here is built from this module's constants only, never from input
 
+import functools
 from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections, transaction
 from django.utils.translation import gettext_lazy as _
+
+from tasksapp.lib.prepared import Prepared
 
 COUNTS = "tasksapp_taskcount"
 HOURS = "tasksapp_taskhour"
@@ -124,13 +127,8 @@ def tiles_of(status: str, expired: bool, tool_error: bool, cancel_requested: boo
 
 def status_tiles() -> list[dict[str, Any]]:
     """The overview's tiles, from the counts table: one query over a few rows per server."""
-    from tasksapp.models import STALE_SERVERS, TaskCount
-
     totals: dict[str, int] = defaultdict(int)
-    rows = TaskCount.objects.filter(n__gt=0).annotate(stale=STALE_SERVERS)
-    for status, expired, tool_error, cancel, stale, n in rows.values_list(
-        "status", "expired", "is_tool_error", "cancel_requested", "stale", "n"
-    ):
+    for status, expired, tool_error, cancel, stale, n in _buckets().all():
         for key in tiles_of(status, expired, tool_error, cancel):
             totals[key] += n
         if stale and not expired and status not in TERMINAL:  # as RemoteTaskQuerySet.stale()
@@ -142,11 +140,9 @@ def status_tiles() -> list[dict[str, Any]]:
 def stale_held() -> int:
     """Active tasks of enabled servers that are stale for their worker (RemoteTaskQuerySet's
     stale()): one small query while no server fails for anyone, then the tasks of those that do."""
-    from tasksapp.models import McpServer, RemoteTask, stale
+    from tasksapp.models import RemoteTask, stale
 
-    failing = list(
-        McpServer.objects.filter(consecutive_failures__gt=0, enabled=True).values_list("pk", flat=True)
-    )
+    failing = _failing_servers().all()
     if not failing:
         return 0
     active = RemoteTask.objects.exclude(status__in=TERMINAL).filter(expired=False, server_id__in=failing)
@@ -155,13 +151,45 @@ def stale_held() -> int:
 
 def per_hour(start: datetime) -> tuple[dict[datetime, int], dict[datetime, int]]:
     """Tasks started and finished per hour from `start` (at most one row per hour)."""
-    from tasksapp.models import TaskHour
 
     started, finished = {}, {}
-    day = TaskHour.objects.filter(hour__gte=start, hour__lt=start + timedelta(days=1))
-    for hour, s, f in day.values_list("hour", "started", "finished"):
+    for hour, s, f in _hours().all(start, start + timedelta(days=1)):
         started[hour], finished[hour] = s, f
     return started, finished
+
+
+# The overview reads these on every load and its live part every second: compiled once per thread
+# (tasksapp/lib/prepared.py; the ORM's compilation cost more than these small queries' SQL).
+
+
+@functools.cache
+def _buckets() -> Prepared[tuple[str, bool, bool, bool, bool, int]]:
+    from tasksapp.models import STALE_SERVERS, TaskCount
+
+    columns = ("status", "expired", "is_tool_error", "cancel_requested", "stale", "n")
+    return Prepared(
+        lambda: TaskCount.objects.filter(n__gt=0).annotate(stale=STALE_SERVERS).values_list(*columns), 0
+    )
+
+
+@functools.cache
+def _failing_servers() -> Prepared[int]:
+    from tasksapp.models import McpServer
+
+    failing = McpServer.objects.filter(consecutive_failures__gt=0, enabled=True)
+    return Prepared(lambda: failing.values_list("pk", flat=True), 0)
+
+
+@functools.cache
+def _hours() -> Prepared[tuple[datetime, int, int]]:
+    from tasksapp.models import TaskHour
+
+    return Prepared(
+        lambda lo, hi: TaskHour.objects.filter(hour__gte=lo, hour__lt=hi).values_list(
+            "hour", "started", "finished"
+        ),
+        2,
+    )
 
 
 # --- SQL ----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.translation.trans_real import get_supported_language_variant, parse_accept_lang_header
 
+from tasksapp.lib.prepared import Prepared
 from tasksapp.models import UserPreference
 
 ZONE_COOKIE = "tz"
@@ -44,10 +45,14 @@ def preference_of(request: HttpRequest) -> UserPreference | None:
         user = getattr(request, "user", None)
         found = None
         if user is not None and user.is_authenticated:
-            found = UserPreference.objects.filter(user_id=user.pk).first()
+            found = _preference.first(user.pk)
         setattr(request, _ATTRIBUTE, found)
     preference: UserPreference | None = getattr(request, _ATTRIBUTE)
     return preference
+
+
+# Every page reads it: compiled once per thread (tasksapp/lib/prepared.py).
+_preference = Prepared(lambda user_id: UserPreference.objects.filter(user_id=user_id).order_by("pk")[:1], 1)
 
 
 def remember(request: HttpRequest, preference: UserPreference) -> None:

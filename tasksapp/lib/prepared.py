@@ -1,12 +1,14 @@
-"""Queries compiled once and run again with new values: for the reads a live page makes per change.
+"""Queries compiled once and run again with new values: for the reads a live page makes per change,
+and the small reads every page makes.
 
 Django compiles a queryset to SQL every time it runs it. For a task's page that compilation was
 most of the cost of reading the task (1.5 ms of CPU of its 2.1 ms; the SQL itself, 0.1 ms), and a
 busy task's page reads it once per change (docs/live.md, *What a change costs*). A `Prepared`
 query builds and compiles its queryset once per thread and database connection, with stand-in
 values in place of the caller's, and from then on runs the same SQL with the caller's values put
-where the stand-ins were. The rows become models exactly as the queryset's own would (Django's
-ModelIterable, on the compiled query).
+where the stand-ins were. The rows are made exactly as the queryset's own would make them (its
+own iterable, Django's ModelIterable or that of values() or values_list(), on the compiled query).
+A query without values (arity 0) is compiled once and run as it is.
 
 `count(*values)` runs `SELECT COUNT(*)` over the same SQL (a query whose rows are only counted, e.g.
 a union of ids). Values are ints, strings and aware datetimes (written as the connection writes a
@@ -26,8 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections
-from django.db.models import Model, QuerySet
-from django.db.models.query import ModelIterable
+from django.db.models import QuerySet
 
 _STAND_IN_BASE = -(2**31) + 7_919  # ints no query here is asked about (primary keys are positive)
 _STAND_IN_TIME = datetime(1901, 2, 3, 4, 5, 6, 7_919, tzinfo=UTC)  # a time no query here asks about
@@ -45,18 +46,17 @@ class _Compiled:
     writers: tuple[Callable[[Any], Any], ...]  # each value as its parameter (a datetime on SQLite: a string)
 
 
-class _Run:
-    """What ModelIterable reads of a queryset, with the compiled query in place of a new one."""
+class _Query:
+    """The compiled queryset's query, whose compiler runs this run's SQL without compiling again."""
 
     def __init__(self, compiled: _Compiled, params: tuple[Any, ...]) -> None:
-        self.db = compiled.queryset.db
-        self.model = compiled.queryset.model
-        self._fetch_mode = compiled.queryset._fetch_mode  # type: ignore[attr-defined]  # Django 6.1
-        self._known_related_objects: dict[Any, Any] = {}  # the stand-ins' objects are nobody's
-        self.query = self
+        self._query = compiled.queryset.query
         self._compiler = compiled.compiler
         self._sql = compiled.sql
         self._params = params
+
+    def __getattr__(self, name: str) -> Any:  # what an iterable reads of the query (its columns' names)
+        return getattr(self._query, name)
 
     def get_compiler(self, using: str | None = None) -> Any:
         # execute_sql asks the compiler for its SQL: this run's, without compiling again. The
@@ -66,20 +66,37 @@ class _Run:
         return self._compiler
 
 
-class Prepared[M: Model]:
-    """`make(*values)`'s rows, compiled once per thread and connection (see the module)."""
+class _Run:
+    """What the queryset's iterable (models, values, values_list) reads of a queryset, with the
+    compiled query in place of a new one."""
 
-    def __init__(self, make: Callable[..., "QuerySet[M]"], arity: int) -> None:
+    def __init__(self, compiled: _Compiled, params: tuple[Any, ...]) -> None:
+        queryset = compiled.queryset
+        self.db = queryset.db
+        self.model = queryset.model
+        self._fetch_mode = queryset._fetch_mode  # type: ignore[attr-defined]  # Django 6.1
+        self._known_related_objects: dict[Any, Any] = {}  # the stand-ins' objects are nobody's
+        self._fields = queryset._fields  # type: ignore[attr-defined]
+        self.query = _Query(compiled, params)
+        self.iterable: Any = queryset._iterable_class
+
+
+class Prepared[R]:
+    """`make(*values)`'s rows (models, or what its values() or values_list() makes), compiled once
+    per thread and connection (see the module)."""
+
+    def __init__(self, make: Callable[..., "QuerySet[Any, R]"], arity: int) -> None:
         self.make = make
         self.arity = arity
         self._local = threading.local()
 
-    def all(self, *values: Value) -> list[M]:
+    def all(self, *values: Value) -> list[R]:
         compiled, params = self._run(values)
-        rows: list[M] = list(ModelIterable(_Run(compiled, params)))  # type: ignore[arg-type]
+        run = _Run(compiled, params)
+        rows: list[R] = list(run.iterable(run))
         return rows
 
-    def first(self, *values: Value) -> M | None:
+    def first(self, *values: Value) -> R | None:
         found = self.all(*values)
         return found[0] if found else None
 

@@ -30,7 +30,7 @@ def overview_context() -> dict[str, Any]:
     now = timezone.now()
     return {
         "tiles": counts.status_tiles(),
-        "servers": list(servers_shown()),
+        "servers": _servers.all(),
         "workers": workers_shown(now),
         "long_running": long_running(),
         "chart": hourly_chart(now),
@@ -46,11 +46,21 @@ def servers_shown() -> "QuerySet[McpServer]":
     return McpServer.objects.defer("tools", "capabilities", "instructions").select_related("authorization")
 
 
+_servers = Prepared(servers_shown, 0)
+
+
 def workers_shown(now: datetime) -> list[WorkerHeartbeat]:
     """The workers panel: every live worker; one that stopped cleanly for STOPPED_SHOWN after it said so
     (its figures are gone with it); one that fell silent without saying so for a day (an incident)."""
-    silent = Q(stopped_at__isnull=True, last_beat_at__gte=now - timedelta(days=1))
-    return list(WorkerHeartbeat.objects.filter(silent | Q(stopped_at__gte=now - STOPPED_SHOWN))[:20])
+    return _workers.all(now - timedelta(days=1), now - STOPPED_SHOWN)
+
+
+def _workers_since(beat_after: datetime, stopped_after: datetime) -> "QuerySet[WorkerHeartbeat]":
+    silent = Q(stopped_at__isnull=True, last_beat_at__gte=beat_after)
+    return WorkerHeartbeat.objects.filter(silent | Q(stopped_at__gte=stopped_after))[:20]
+
+
+_workers = Prepared(_workers_since, 2)
 
 
 def long_running() -> list[RemoteTask]:
@@ -152,6 +162,9 @@ def chart_html(chart: dict[str, Any]) -> SafeString:
         + _("in the last 24 hours")
     )
     half = chart["half"]
+    # The words outside the f-strings: makemessages does not read calls inside them.
+    started_word, finished_word = _("started"), _("finished")
+    hours_word = _("hour of day (%(zone)s)") % {"zone": zone}
     parts = [
         '<div class="card chart spaced" id="hourly-chart"><h2 id="chart-title">',
         _("Tasks started and finished per hour (last 24 h, %(zone)s)") % {"zone": zone},
@@ -170,9 +183,9 @@ def chart_html(chart: dict[str, Any]) -> SafeString:
         f'    <ol class="chart-x" aria-hidden="true">{ticks}</ol>\n',
         "  </div>\n",
         '  <p class="chart-legend"><span class="legend-started">',
-        f"{_('started')} ({started})</span> ",
-        f'<span class="legend-finished">{_("finished")} ({finished})</span> ',
-        f"<span>{_('hour of day (%(zone)s)') % {'zone': zone}}</span></p>\n",
+        f"{started_word} ({started})</span> ",
+        f'<span class="legend-finished">{finished_word} ({finished})</span> ',
+        f"<span>{hours_word}</span></p>\n",
         "</div>",
     ]
     return mark_safe("".join(parts))  # noqa: S308 (the zone and labels are escaped; the rest are numbers)
@@ -181,13 +194,8 @@ def chart_html(chart: dict[str, Any]) -> SafeString:
 def answer_times() -> list[dict[str, Any]]:
     """Time to answer (first seen → answered) p50 and p90 per server, over the latest ANSWER_SAMPLE
     answered input requests: one query, bounded whatever the number of requests."""
-    rows = (
-        InputRequest.objects.filter(answered_at__isnull=False)
-        .order_by("-id")
-        .values_list("task__server__name", "first_seen_at", "answered_at")[:ANSWER_SAMPLE]
-    )
     waits: dict[str, list[float]] = {}
-    for server, seen, answered in rows:
+    for server, seen, answered in _answered.all():
         if answered is None:
             continue
         waits.setdefault(server, []).append(max(0.0, (answered - seen).total_seconds()))
@@ -195,6 +203,16 @@ def answer_times() -> list[dict[str, Any]]:
         {"server": server, "count": len(values), "p50": percentile(values, 50), "p90": percentile(values, 90)}
         for server, values in sorted(waits.items())
     ]
+
+
+_answered = Prepared(
+    lambda: (
+        InputRequest.objects.filter(answered_at__isnull=False)
+        .order_by("-id")
+        .values_list("task__server__name", "first_seen_at", "answered_at")[:ANSWER_SAMPLE]
+    ),
+    0,
+)
 
 
 def percentile(values: list[float], rank: int) -> float:

@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from tasksapp.lib.prepared import Prepared
 from tasksapp.models import Chore, TaskCount
 from tasksapp.retention import purge
 
@@ -68,10 +69,15 @@ def database_bytes() -> int | None:
     return int(row[0]) if row and row[0] is not None else None
 
 
+_last_purge = Prepared(
+    lambda: Chore.objects.filter(name=PURGE).order_by("pk")[:1], 0
+)  # the overview's, per load
+
+
 def summary() -> dict[str, Any]:
     """What the overview says: how long tasks are kept, how many there are, the database's size,
     and the last purge (two small queries and a pragma, whatever the number of tasks)."""
-    last = Chore.objects.filter(name=PURGE).first() or Chore(name=PURGE)
+    last = _last_purge.first() or Chore(name=PURGE)
     return {
         "days": settings.RETAIN_TASKS_DAYS,
         "audit_days": settings.RETAIN_AUDIT_DAYS,

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -112,3 +112,33 @@ def test_a_prepared_count_over_a_time_counts_what_the_orm_counts() -> None:
         since.count(now.replace(tzinfo=None))  # a naive time is refused, not read in some zone
     with pytest.raises(TypeError):
         since.count(1)
+
+
+def test_values_and_values_list_rows_are_what_the_orm_gives() -> None:
+    first, second = make_task(status_message="one"), make_task(status_message="two")
+    for task, n in ((first, 3), (second, 1)):
+        for step in range(n):
+            TaskEvent.objects.create(task=task, status="working", status_message=f"s{step}", source="poll")
+    shapes: list[Any] = [
+        lambda pk: (
+            TaskEvent.objects.filter(task_id=pk).order_by("id").values_list("status_message", "observed_at")
+        ),
+        lambda pk: TaskEvent.objects.filter(task_id=pk).order_by("id").values_list("id", flat=True),
+        lambda pk: (
+            TaskEvent.objects.filter(task_id=pk).order_by("id").values("status", "task__status_message")
+        ),
+        lambda pk: (
+            TaskEvent.objects.filter(task_id__gte=pk)
+            .values("task_id")
+            .annotate(n=Count("id"))
+            .order_by("task_id")
+        ),
+    ]
+    for make in shapes:
+        prepared = Prepared(make, 1)
+        for task in (first, second, first):
+            assert prepared.all(task.pk) == list(make(task.pk))
+    everything = Prepared(
+        lambda: RemoteTask.objects.order_by("id").values_list("status_message", flat=True), 0
+    )
+    assert everything.all() == ["one", "two"] and everything.count() == 2
