@@ -5,8 +5,11 @@ Templates autoescape every string; this module decides what may become a link, a
 
 import base64
 import binascii
+import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -154,38 +157,63 @@ def _media(block: dict[str, Any], kind: str) -> dict[str, Any]:
 
 @dataclass
 class InputView:
+    """What a question's card shows. Its form is built when first read: a card rendered before
+    (`rendered_once` in _input_request.html, for an unbound form) reads none of it."""
+
     request: InputRequest
     kind: str  # form | url | sampling | roots | unsupported
-    form: Any = None
     url: dict[str, Any] | None = None
     sampling: dict[str, Any] | None = None
-    secrets: list[str] | None = None
     message: str = ""
+    build: Callable[[], Any] | None = None  # makes the form
+    schema: dict[str, Any] | None = None  # an elicitation form's requestedSchema
+    bound: bool = False  # the form was given an answer (it may show errors)
 
     @property
     def prefix(self) -> str:
         return f"ir{self.request.pk}"
+
+    @cached_property
+    def form(self) -> Any:
+        return self.build() if self.build is not None else None
+
+    @cached_property
+    def secrets(self) -> list[str] | None:
+        """Fields of an elicitation form that seem to ask for a secret (§6.1 forbids it)."""
+        return elicitation.looks_like_secret(self.schema) if self.schema is not None else None
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """The question as asked (its method and parameters): a rendered card is reused only for it."""
+        asked = json.dumps([self.request.method, self.request.params], sort_keys=True, default=str)
+        return hashlib.blake2b(asked.encode(), digest_size=16).hexdigest()
 
 
 def input_view(request: InputRequest, data: Any = None) -> InputView:
     params = request.params if isinstance(request.params, dict) else {}
     message = str(params.get("message", ""))[:5000]
     prefix = f"ir{request.pk}"
+    bound = data is not None
     if request.method == "elicitation/create":
         if params.get("mode") == "url":
             return InputView(request, "url", url=elicitation.url_request_view(params), message=message)
         schema = params.get("requestedSchema")
         schema = schema if isinstance(schema, dict) else {}
-        form = elicitation.elicitation_form(schema, data=data, prefix=prefix)
         return InputView(
-            request, "form", form=form, secrets=elicitation.looks_like_secret(schema), message=message
+            request,
+            "form",
+            message=message,
+            build=lambda: elicitation.elicitation_form(schema, data=data, prefix=prefix),
+            schema=schema,
+            bound=bound,
         )
     if request.method == "sampling/createMessage":
         return InputView(
             request,
             "sampling",
-            form=elicitation.sampling_form(params, data=data, prefix=prefix),
             sampling=elicitation.sampling_summary(params),
+            build=lambda: elicitation.sampling_form(params, data=data, prefix=prefix),
+            bound=bound,
         )
     if request.method == "roots/list":
         return InputView(request, "roots")
