@@ -18,6 +18,7 @@ from django.db import models
 from django.utils import timezone
 
 from tasksapp.lib import crypto
+from tasksapp.lib.prepared import Prepared
 
 
 class HashedSession(AbstractBaseSession):
@@ -32,6 +33,24 @@ class HashedSession(AbstractBaseSession):
     @classmethod
     def get_session_store_class(cls) -> type["SessionStore"]:
         return SessionStore
+
+
+_LIVE_ROWS: dict[int, Prepared[HashedSession]] = {}
+
+
+def _live_row(keys: int) -> Prepared[HashedSession]:
+    """The session row under any of `keys` fingerprints, if it has not expired (one query shape per
+    number of configured keys)."""
+    found = _LIVE_ROWS.get(keys)
+    if found is None:
+
+        def make(*values: Any) -> Any:
+            *fingerprints, now = values
+            rows = HashedSession.objects.filter(session_key__in=fingerprints, expire_date__gt=now)
+            return rows.order_by("pk")[:1]
+
+        found = _LIVE_ROWS.setdefault(keys, Prepared(make, keys + 1))
+    return found
 
 
 class SessionStore(db.SessionStore):
@@ -57,7 +76,9 @@ class SessionStore(db.SessionStore):
         return self._rows(self.session_key or "").filter(expire_date__gt=timezone.now())
 
     def _get_session_from_db(self) -> HashedSession | None:
-        row: HashedSession | None = self._live().first()
+        # Every signed-in request reads its session: compiled once per thread (tasksapp/lib/prepared.py).
+        keys = crypto.fingerprints(self.session_key or "")
+        row: HashedSession | None = _live_row(len(keys)).first(*keys, timezone.now())
         self._remember(row)
         return row
 

@@ -60,11 +60,11 @@ def test_each_reader_gets_a_token_of_their_own_that_the_csrf_check_accepts(quest
 def test_a_viewer_after_an_operator_sees_the_question_but_no_form(question: InputRequest) -> None:
     operator = signed_in("op", "operator")
     viewer = signed_in("v", "viewer")
-    page = f"/tasks/{question.task_id}/"
-    assert 'class="answer-form"' in operator.get(page).content.decode()
-    seen = viewer.get(page).content.decode()
-    assert "Please fill in your contact details." in seen
-    assert 'class="answer-form"' not in seen and "Accept and send" not in seen
+    for page in ("/inbox/", f"/tasks/{question.task_id}/"):
+        assert 'class="answer-form"' in operator.get(page).content.decode()
+        seen = viewer.get(page).content.decode()
+        assert "Please fill in your contact details." in seen
+        assert 'class="answer-form"' not in seen and "Accept and send" not in seen
 
 
 def test_an_answer_with_errors_is_shown_with_them_and_the_next_reader_gets_a_clean_form(
@@ -83,15 +83,17 @@ def test_an_answer_with_errors_is_shown_with_them_and_the_next_reader_gets_a_cle
 
 def test_a_question_asked_again_differently_is_rendered_anew(question: InputRequest) -> None:
     operator = signed_in("op", "operator")
-    page = f"/tasks/{question.task_id}/"
-    assert f'name="ir{question.pk}-name"' in operator.get(page).content.decode()
+    pages = ("/inbox/", f"/tasks/{question.task_id}/")
+    for page in pages:
+        assert f'name="ir{question.pk}-name"' in operator.get(page).content.decode()
     question.params = {
         "message": "And your age?",
         "requestedSchema": {"type": "object", "properties": {"age": {"type": "integer"}}},
     }
     question.save(update_fields=["params"])
-    html = operator.get(page).content.decode()
-    assert f'name="ir{question.pk}-age"' in html and f'name="ir{question.pk}-name"' not in html
+    for page in pages:
+        html = operator.get(page).content.decode()
+        assert f'name="ir{question.pk}-age"' in html and f'name="ir{question.pk}-name"' not in html
 
 
 def test_a_page_is_the_same_with_its_forms_kept_or_rendered_fresh(question: InputRequest) -> None:
@@ -99,7 +101,7 @@ def test_a_page_is_the_same_with_its_forms_kept_or_rendered_fresh(question: Inpu
     for page in ("/inbox/", f"/tasks/{question.task_id}/"):
         rendered_once.kept.clear()
         fresh, kept = (_without_tokens(operator.get(page).content.decode()) for _ in range(2))
-        assert len(rendered_once.kept) == 1
+        assert {"answer-form", "menu-top", "menu-rest"} <= {key[0] for key in rendered_once.kept._items}
         assert kept == fresh
 
 
@@ -133,3 +135,24 @@ def test_a_form_kept_in_one_language_is_not_shown_in_another(question: InputRequ
     assert "Accept and send" in english.get(page).content.decode()
     html = chinese.get(page).content.decode()
     assert "接受并发送" in html and "Accept and send" not in html
+
+
+def test_the_menu_kept_for_one_reader_and_page_names_each_reader_and_page_their_own() -> None:
+    rendered_once.kept.clear()
+    operator = signed_in("op-ann", "operator")
+    admin = User.objects.create_superuser("root-bob", password="x" * 20)
+    staff = Client()
+    staff.force_login(admin)
+    for client, name, role_shown in ((operator, "op-ann", "operator"), (staff, "root-bob", "superuser")):
+        for path, current in (
+            ("/", "Overview"),
+            ("/tasks/", "Tasks"),
+            ("/tasks/?q=x", "Tasks"),
+            ("/inbox/?server=", "Inbox"),
+        ):
+            html = client.get(path).content.decode()
+            assert f'<span class="user">{name} <small>(' in html and role_shown in html.split(name, 1)[1][:60]
+            assert re.findall(r'aria-current="page">([^<]+)</a>', html) == [current]
+            assert ('href="/admin/"' in html) is (name == "root-bob")
+            assert html.count(f'<input type="hidden" name="next" value="{path}">') == 2  # theme, language
+            assert len(set(TOKEN.findall(html))) == 1 and rendered_once._STAND_IN not in html
