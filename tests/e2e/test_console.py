@@ -56,3 +56,21 @@ def test_a_sign_in_logs_nothing_and_a_refusal_one_line(
     forbidden = [line for line in logged if "Forbidden" in line]
     assert len(forbidden) == 1 and "/servers/add/" in forbidden[0], logged
     assert not [line for line in logged if "Traceback" in line or "PermissionDenied" in line], logged
+
+
+def test_questions_arriving_live_at_an_empty_inbox_replace_its_line_quietly(
+    new_context: Callable[..., BrowserContext], demo: Demo, browser_log: list[str]
+) -> None:
+    # The "nothing is waiting" line was removed by every question added live: the second found
+    # nothing to remove, and htmx said so (oobErrorNoTarget).
+    context = new_context()
+    login(context.new_page(), "demo", demo.password)
+    inbox = watched(context, "/inbox/?tool=ask_sampling")  # a tool no other browser test runs
+    expect(inbox.locator("#inbox-empty")).to_be_visible()
+    asking = [run_tool(context.new_page(), "reference", "ask_sampling") for _ in range(2)]
+    for pk in asking:
+        expect(inbox.locator(f"#inbox-task-{pk}")).to_be_visible()
+    expect(inbox.locator("#inbox-empty")).to_be_hidden()
+    inbox.wait_for_timeout(500)  # console messages reach the test after the page shows the rows
+    errors = [line for line in browser_log if "] error: " in line or "] page error: " in line]
+    assert not errors, "\n".join(errors)
