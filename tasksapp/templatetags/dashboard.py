@@ -3,6 +3,7 @@ from typing import Any
 
 from django import template
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -10,7 +11,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp.lib import markdown as markdown_module
+from tasksapp.presenters.inbox_rows import task_html
 from tasksapp.presenters.overview import chart_html
+from tasksapp.presenters.task import InputView
 from tasksapp.presenters.task_card import card_html
 from tasksapp.presenters.timeline_rows import entries_html
 from tasksapp.presenters.times import (
@@ -23,6 +26,7 @@ from tasksapp.presenters.times import (
     stamped,
     ttl_left,
 )
+from tasksapp.templatetags.rendered_once import once
 
 register = template.Library()
 register.filter("elapsed", elapsed)
@@ -42,6 +46,47 @@ def task_card(context: Any) -> SafeString:
         "tasksapp/task_detail.html#task-actions", context.flatten()
     )
     return card_html(context["task"], context["life"], oob=bool(context.get("oob")), actions=actions)
+
+
+@register.simple_tag(takes_context=True)
+def inbox_task(context: Any) -> SafeString:
+    """`item`'s rows in the inbox (tasksapp/presenters/inbox_rows.py), each question's card the
+    template's, rendered once per what it shows unless it holds an answer (rendered_once)."""
+    card_template = context.template.engine.get_template("tasksapp/_input_request.html")
+    request = context.get("request")
+    next_url = context.get("inbox_next") or getattr(request, "path", "")
+    can_answer, fresh_prefix = bool(context.get("can_answer")), context.get("fresh_prefix") or ""
+
+    def card(view: InputView, task: Any) -> str:
+        agent_only = task.answered_by_agent_only
+        values = {
+            "view": view,
+            "action_url": reverse("tasks:answer", args=[view.request.pk]),
+            "server_name": task.server.name,
+            "roots": task.server.roots,
+            "next_url": next_url,
+            "in_inbox": True,
+            "agent_only": agent_only,
+        }
+
+        def render() -> str:
+            with context.push(**values):
+                return "\n        " + str(card_template.render(context))
+
+        if view.bound:  # an answer with its errors: this reader's alone
+            return render()
+        keys = (view.request.pk, view.fingerprint, task.server.name, task.server.roots, next_url)
+        return once(context, "inbox-card", (*keys, can_answer, agent_only, fresh_prefix), render)
+
+    return task_html(
+        context["item"],
+        can_answer=can_answer,
+        picked_all=bool(context.get("picked_all")),
+        fresh_prefix=fresh_prefix,
+        open_first=bool(context.get("open_first")),
+        oob=bool(context.get("oob")),
+        card=card,
+    )
 
 
 @register.filter

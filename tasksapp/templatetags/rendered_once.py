@@ -16,6 +16,7 @@ answer shows that answer and its errors).
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django import template
@@ -70,6 +71,24 @@ class _Kept:
 kept = _Kept(RENDERED_ONCE_BYTES, RENDERED_ONCE_PART)
 
 
+def once(context: Any, name: str, keys: Iterable[Any], render: Callable[[], str]) -> SafeString:
+    """`render()`'s part, rendered once per `name`, `keys`, language and zone (the tag's work, for a
+    caller in Python: presenters/inbox_rows.py). The part's {% csrf_token %} becomes the reader's."""
+    key = (
+        name,
+        translation.get_language(),
+        timezone.get_current_timezone_name(),
+        *(str(key) for key in keys),
+    )
+    part = kept.get(key)
+    if part is None:
+        with context.push(csrf_token=_STAND_IN):
+            part = render()
+        kept.put(key, part)
+    own = CsrfTokenNode().render(context)  # this reader's token ("" where there is none)
+    return mark_safe(part.replace(_STAND_IN_INPUT, own))  # noqa: S308 (the template's own output)
+
+
 class RenderedOnceNode(template.Node):
     def __init__(
         self, nodelist: NodeList, name: str, keys: list[FilterExpression], unless: FilterExpression | None
@@ -79,19 +98,8 @@ class RenderedOnceNode(template.Node):
     def render(self, context: Any) -> SafeString:
         if self.unless is not None and self.unless.resolve(context):
             return mark_safe(self.nodelist.render(context))  # noqa: S308 (the template's own output)
-        key = (
-            self.name,
-            translation.get_language(),
-            timezone.get_current_timezone_name(),
-            *(str(key.resolve(context)) for key in self.keys),
-        )
-        part = kept.get(key)
-        if part is None:
-            with context.push(csrf_token=_STAND_IN):
-                part = self.nodelist.render(context)
-            kept.put(key, part)
-        own = CsrfTokenNode().render(context)  # this reader's token ("" where there is none)
-        return mark_safe(part.replace(_STAND_IN_INPUT, own))  # noqa: S308 (the template's own output)
+        keys = [key.resolve(context) for key in self.keys]
+        return once(context, self.name, keys, lambda: self.nodelist.render(context))
 
 
 @register.tag("rendered_once")
