@@ -15,6 +15,7 @@ from tasksapp.models import (
     LARGE_SERVER_COLUMNS,
     LARGE_TASK_COLUMNS,
     InputRequest,
+    McpServer,
     PendingCall,
     watched_servers,
 )
@@ -76,10 +77,18 @@ def filtered_open(filters: dict[str, str]) -> Any:
 
 
 def open_calls(filters: dict[str, str]) -> list[PendingCall]:
-    """Calls waiting for input before a task exists (MRTR), oldest first, matching the filters."""
+    """Calls waiting for input before a task exists (MRTR), oldest first, matching the filters
+    (unfiltered, the query is compiled once per thread)."""
     if filters.get("kind") not in ("", None, "mrtr"):
         return []
-    calls = PendingCall.objects.waiting()
+    since = waiting_since(timezone.now())
+    if not filters.get("server") and not filters.get("tool"):
+        return _every_open_call.all(since)
+    return list(_open_calls(filters, since))
+
+
+def _open_calls(filters: dict[str, str], since: datetime) -> Any:
+    calls = PendingCall.objects.waiting_since(since)
     if filters.get("server"):
         calls = calls.filter(server_id=int(filters["server"]))
     if filters.get("tool"):
@@ -93,7 +102,20 @@ def open_calls(filters: dict[str, str]) -> list[PendingCall]:
         "server__name",
         "server__roots",
     )
-    return list(calls.select_related("server").only(*fields).order_by("created_at", "id")[:MRTR_LIMIT])
+    return calls.select_related("server").only(*fields).order_by("created_at", "id")[:MRTR_LIMIT]
+
+
+_every_open_call: Prepared[PendingCall] = Prepared(lambda since: _open_calls({}, since), 1)
+
+
+def inbox_servers() -> list[McpServer]:
+    """The servers the inbox's filter offers (compiled once per thread)."""
+    return _inbox_servers.all()
+
+
+_inbox_servers: Prepared[McpServer] = Prepared(
+    lambda: McpServer.objects.filter(archived=False).order_by("name").only("id", "name"), 0
+)
 
 
 def open_count() -> int:
@@ -134,14 +156,24 @@ def tasks_by_urgency(filters: dict[str, str] | None = None) -> list[int]:
     """Ids of the tasks with open requests, the most urgent first (least TTL left, then the oldest
     request, then the id): ranked by the database, so 1,000 open requests cost one query of ids (in
     Python, making 4,000 values of the rows was most of the inbox's reads). A task without a TTL, or
-    not yet told when it was created, comes after every task with a deadline."""
-    per_task = filtered_open(filters or {}).order_by().values("task_id")
+    not yet told when it was created, comes after every task with a deadline. Unfiltered (the
+    inbox most people open), the query is compiled once per thread."""
+    if not any((filters or {}).values()):
+        return _every_task_by_urgency.all()
+    return list(_by_urgency(filters or {}))
+
+
+def _by_urgency(filters: dict[str, str]) -> Any:
+    per_task = filtered_open(filters).order_by().values("task_id")
     deadline = ExpressionWrapper(
         F("task__remote_created_at") + _ttl(per_task.db), output_field=DateTimeField()
     )
     ranked = per_task.annotate(deadline=deadline, first_seen=Min("first_seen_at"))
     ordered = ranked.order_by(F("deadline").asc(nulls_last=True), "first_seen", "task_id")
-    return list(ordered.values_list("task_id", flat=True))
+    return ordered.values_list("task_id", flat=True)
+
+
+_every_task_by_urgency: Prepared[int] = Prepared(lambda: _by_urgency({}), 0)
 
 
 def _ttl(using: str) -> Any:
@@ -153,11 +185,30 @@ def _ttl(using: str) -> Any:
 
 
 def inbox_items(task_ids: list[int], filters: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The page's tasks, in the given order, each with its open requests as views (one query)."""
+    """The page's tasks, in the given order, each with its open requests as views (one query;
+    unfiltered, compiled once per thread and number of tasks)."""
     groups: dict[int, list[InputView]] = {task_id: [] for task_id in task_ids}
     tasks = {}
-    rows = filtered_open(filters or {}).filter(task_id__in=task_ids)
-    for row in rows.select_related("task__server", "task__agent").defer(*_DEFERRED):
+    if any((filters or {}).values()) or not task_ids:
+        rows = list(_open_of(filters or {}, task_ids))
+    else:
+        rows = _open_of_tasks(len(task_ids)).all(*task_ids)
+    for row in rows:
         groups[row.task_id].append(input_view(row))
         tasks[row.task_id] = row.task
     return [{"task": tasks[task_id], "inputs": groups[task_id]} for task_id in task_ids if task_id in tasks]
+
+
+def _open_of(filters: dict[str, str], task_ids: Any) -> Any:
+    rows = filtered_open(filters).filter(task_id__in=task_ids)
+    return rows.select_related("task__server", "task__agent").defer(*_DEFERRED)
+
+
+_OPEN_OF_TASKS: dict[int, Prepared[InputRequest]] = {}
+
+
+def _open_of_tasks(count: int) -> Prepared[InputRequest]:
+    found = _OPEN_OF_TASKS.get(count)
+    if found is None:
+        found = _OPEN_OF_TASKS.setdefault(count, Prepared(lambda *ids: _open_of({}, list(ids)), count))
+    return found

@@ -44,17 +44,21 @@ _ROW = (
 )
 
 
-def _kind_words() -> dict[str, str]:
-    return {
-        "form": _("form"),
-        "url": _("link"),
-        "sampling": _("sampling"),
-        "roots": _("roots"),
-    }
+class Page:
+    """What every task of one render shares: the words in the active language, the shape of a
+    task's URL. Read once per render, not once per task."""
+
+    def __init__(self) -> None:
+        self.kinds = {"form": _("form"), "url": _("link"), "sampling": _("sampling"), "roots": _("roots")}
+        self.other = _("other")
+        self.select = escape(_("Select for a bulk answer"))
+        self.open_task = _("Open task #%(pk)s")
+        self.task_url = reverse("tasks:detail", args=[_SLOT])
 
 
 def task_html(
     item: dict[str, Any],
+    page: Page,
     *,
     can_answer: bool,
     picked_all: bool,
@@ -71,15 +75,12 @@ def task_html(
     inputs = item["inputs"]
     if not inputs:
         return mark_safe(f"{head}\n  </div>\n  ")  # noqa: S308 (ids and the dashboard's own HTML)
-    words = _kind_words()
-    other = _("other")
-    select = escape(_("Select for a bulk answer"))
     agent_only = task.answered_by_agent_only
     server, tool = escape(task.server.name), escape(task.tool_name)
     deadline = task.ttl_deadline
     ttl = f'<span class="inbox-when">{ttl_left(deadline)}</span>' if deadline else ""
-    task_url = reverse("tasks:detail", args=[pk])
-    open_task = escape(_("Open task #%(pk)s") % {"pk": pk})
+    task_url = page.task_url.replace(str(_SLOT), str(pk))
+    open_task = escape(page.open_task % {"pk": pk})
     rows = []
     for view in inputs:
         request_pk = view.request.pk
@@ -87,7 +88,7 @@ def task_html(
             checked = " checked" if picked_all else ""
             pick = (
                 f'<input type="checkbox" class="inbox-pick" form="inbox-bulk" name="ids" value="{request_pk}"'
-                f' aria-label="{select}"{checked}>'
+                f' aria-label="{page.select}"{checked}>'
             )
         else:
             pick = '<span class="pick-gap"></span>' if can_answer else ""
@@ -98,7 +99,7 @@ def task_html(
                 preserve='hx-preserve="true"' if view.prefix != fresh_prefix else "",
                 open="open" if open_first else "",
                 kind=escape(view.kind),
-                kind_word=words.get(view.kind, other),
+                kind_word=page.kinds.get(view.kind, page.other),
                 server=server,
                 tool=tool,
                 message=escape(Truncator(view.message).chars(MESSAGE_CHARS)),

@@ -2,6 +2,7 @@ from datetime import datetime
 from typing import Any
 
 from django import template
+from django.template.defaulttags import CsrfTokenNode
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -11,6 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from tasksapp.lib import markdown as markdown_module
+from tasksapp.presenters.inbox_rows import Page as InboxPage
 from tasksapp.presenters.inbox_rows import task_html
 from tasksapp.presenters.overview import chart_html
 from tasksapp.presenters.task import InputView
@@ -48,41 +50,55 @@ def task_card(context: Any) -> SafeString:
     return card_html(context["task"], context["life"], oob=bool(context.get("oob")), actions=actions)
 
 
+class _InboxRender:
+    """What an inbox's tasks share in one render: the card's template, the words, where answers
+    return, the reader's rights and CSRF token."""
+
+    def __init__(self, context: Any) -> None:
+        self.card_template = context.template.engine.get_template("tasksapp/_input_request.html")
+        self.page = InboxPage()
+        self.next_url = context.get("inbox_next") or getattr(context.get("request"), "path", "")
+        self.can_answer = bool(context.get("can_answer"))
+        self.fresh_prefix = context.get("fresh_prefix") or ""
+        self.token = CsrfTokenNode().render(context)
+
+
 @register.simple_tag(takes_context=True)
 def inbox_task(context: Any) -> SafeString:
     """`item`'s rows in the inbox (tasksapp/presenters/inbox_rows.py), each question's card the
     template's, rendered once per what it shows unless it holds an answer (rendered_once)."""
-    card_template = context.template.engine.get_template("tasksapp/_input_request.html")
-    request = context.get("request")
-    next_url = context.get("inbox_next") or getattr(request, "path", "")
-    can_answer, fresh_prefix = bool(context.get("can_answer")), context.get("fresh_prefix") or ""
+    shared = context.render_context.get(_InboxRender)
+    if shared is None:
+        shared = context.render_context[_InboxRender] = _InboxRender(context)
 
     def card(view: InputView, task: Any) -> str:
         agent_only = task.answered_by_agent_only
-        values = {
-            "view": view,
-            "action_url": reverse("tasks:answer", args=[view.request.pk]),
-            "server_name": task.server.name,
-            "roots": task.server.roots,
-            "next_url": next_url,
-            "in_inbox": True,
-            "agent_only": agent_only,
-        }
 
         def render() -> str:
+            values = {
+                "view": view,
+                "action_url": reverse("tasks:answer", args=[view.request.pk]),
+                "server_name": task.server.name,
+                "roots": task.server.roots,
+                "next_url": shared.next_url,
+                "in_inbox": True,
+                "agent_only": agent_only,
+            }
             with context.push(**values):
-                return "\n        " + str(card_template.render(context))
+                return "\n        " + str(shared.card_template.render(context))
 
         if view.bound:  # an answer with its errors: this reader's alone
             return render()
-        keys = (view.request.pk, view.fingerprint, task.server.name, task.server.roots, next_url)
-        return once(context, "inbox-card", (*keys, can_answer, agent_only, fresh_prefix), render)
+        question = (view.request.pk, view.fingerprint, task.server.name, task.server.roots)
+        reader = (shared.next_url, shared.can_answer, agent_only, shared.fresh_prefix)
+        return once(context, "inbox-card", (*question, *reader), render, token=shared.token)
 
     return task_html(
         context["item"],
-        can_answer=can_answer,
+        shared.page,
+        can_answer=shared.can_answer,
         picked_all=bool(context.get("picked_all")),
-        fresh_prefix=fresh_prefix,
+        fresh_prefix=shared.fresh_prefix,
         open_first=bool(context.get("open_first")),
         oob=bool(context.get("oob")),
         card=card,

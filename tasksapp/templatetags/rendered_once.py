@@ -71,9 +71,12 @@ class _Kept:
 kept = _Kept(RENDERED_ONCE_BYTES, RENDERED_ONCE_PART)
 
 
-def once(context: Any, name: str, keys: Iterable[Any], render: Callable[[], str]) -> SafeString:
+def once(
+    context: Any, name: str, keys: Iterable[Any], render: Callable[[], str], *, token: str | None = None
+) -> SafeString:
     """`render()`'s part, rendered once per `name`, `keys`, language and zone (the tag's work, for a
-    caller in Python: presenters/inbox_rows.py). The part's {% csrf_token %} becomes the reader's."""
+    caller in Python: {% inbox_task %}). The part's {% csrf_token %} becomes the reader's (`token`,
+    that {% csrf_token %} if the caller has it already)."""
     key = (
         name,
         translation.get_language(),
@@ -85,7 +88,7 @@ def once(context: Any, name: str, keys: Iterable[Any], render: Callable[[], str]
         with context.push(csrf_token=_STAND_IN):
             part = render()
         kept.put(key, part)
-    own = CsrfTokenNode().render(context)  # this reader's token ("" where there is none)
+    own = CsrfTokenNode().render(context) if token is None else token  # the reader's ("" if none)
     return mark_safe(part.replace(_STAND_IN_INPUT, own))  # noqa: S308 (the template's own output)
 
 

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from tasksapp import services
-from tasksapp.models import InputRequest, McpServer, PendingCall
+from tasksapp.models import InputRequest, PendingCall
 from tasksapp.permissions import ANSWER, START, VIEW, require
 from tasksapp.presenters.inbox import (
     _LARGE,
@@ -26,6 +26,7 @@ from tasksapp.presenters.inbox import (
     _open,
     inbox_filters,
     inbox_items,
+    inbox_servers,
     open_calls,
     tasks_by_urgency,
 )
@@ -52,7 +53,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "filtered": any(filters.values()),
         "ignored": [(key, request.GET[key]) for key in bad_ids(request.GET, ["server"])],
         "kinds": KINDS,
-        "servers": McpServer.objects.filter(archived=False).order_by("name").only("id", "name"),
+        "servers": inbox_servers(),
         "query": urlencode({key: value for key, value in filters.items() if value}),
         "inbox_next": request.get_full_path(),
         "now": time.time(),
