@@ -110,6 +110,15 @@ def stamped(moment: datetime | None, fmt: str = FULL, *, id: str = "", prefix: s
     )
 
 
+def ago(moment: datetime | None) -> SafeString | str:
+    """'12s ago', '3m 4s ago', '2h 5m ago' (precise where timesince says '0 minutes'); the absolute
+    time, with its zone, on hover (the `ago` filter)."""
+    if moment is None:
+        return _("never")
+    text = _("%(elapsed)s ago") % {"elapsed": elapsed(moment, timezone.now())}
+    return format_html('<span class="ago" title="{}">{}</span>', absolute(moment), text)
+
+
 def running_for(since: datetime) -> SafeString:
     """How long since `since`, counting up in the browser (app.js reads data-since), in the units of
     `elapsed`; the start time, with its zone, on hover."""

@@ -1,4 +1,3 @@
-from datetime import datetime
 from typing import Any
 
 from django import template
@@ -6,7 +5,6 @@ from django.template.defaulttags import CsrfTokenNode
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -14,12 +12,12 @@ from django.utils.translation import gettext_lazy
 from tasksapp.lib import markdown as markdown_module
 from tasksapp.presenters.inbox_rows import Page as InboxPage
 from tasksapp.presenters.inbox_rows import task_html
-from tasksapp.presenters.overview import chart_html
+from tasksapp.presenters.overview import chart_html, long_running_html
 from tasksapp.presenters.task import InputView
 from tasksapp.presenters.task_card import card_html
 from tasksapp.presenters.timeline_rows import entries_html
 from tasksapp.presenters.times import (
-    absolute,
+    ago,
     elapsed,
     expiry_note,
     running_for,
@@ -32,6 +30,7 @@ from tasksapp.templatetags.rendered_once import once
 
 register = template.Library()
 register.filter("elapsed", elapsed)
+register.filter("ago", ago)
 register.filter("stamp", stamp)
 register.simple_tag(stamped, name="stamped")
 register.simple_tag(running_for, name="running_for")
@@ -39,6 +38,7 @@ register.simple_tag(ttl_left, name="ttl_left")
 register.simple_tag(expiry_note, name="expiry_note")
 register.simple_tag(entries_html, name="timeline_entries")
 register.simple_tag(chart_html, name="hourly_chart")
+register.simple_tag(long_running_html, name="long_running_rows")
 
 
 @register.simple_tag(takes_context=True)
@@ -103,16 +103,6 @@ def inbox_task(context: Any) -> SafeString:
         oob=bool(context.get("oob")),
         card=card,
     )
-
-
-@register.filter
-def ago(moment: datetime | None) -> SafeString | str:
-    """'12s ago', '3m 4s ago', '2h 5m ago' (precise where timesince says '0 minutes'); the absolute
-    time, with its zone, on hover."""
-    if moment is None:
-        return _("never")
-    text = _("%(elapsed)s ago") % {"elapsed": elapsed(moment, timezone.now())}
-    return format_html('<span class="ago" title="{}">{}</span>', absolute(moment), text)
 
 
 @register.filter
