@@ -207,7 +207,13 @@ AUTH_PASSWORD_VALIDATORS = [
 # Login throttling (django-axes, tasksapp/login_throttle.py): per (account, address) pair, with much
 # higher limits per account and per address, on /login/ and /admin/login/; failures are logged and
 # kept in the admin (Axes → access failures).
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# tasksapp.signin.Backend is ModelBackend with the user's row read through a compiled query;
+# ModelBackend stays for sessions signed in before it (tasksapp/signin.py).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "tasksapp.signin.Backend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AXES_HANDLER = "tasksapp.login_throttle.PairThenWideThrottle"
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 LOGIN_ACCOUNT_FAILURE_LIMIT = env_int("LOGIN_ACCOUNT_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT, minimum=1)

@@ -74,6 +74,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasksapp.sessions",
             "tasksapp.permissions",
             "tasksapp.login_throttle",
+            "tasksapp.signin",
         ),
     ),
     (
