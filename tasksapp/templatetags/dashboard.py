@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy
 from tasksapp.lib import markdown as markdown_module
 from tasksapp.presenters.inbox_rows import Page as InboxPage
 from tasksapp.presenters.inbox_rows import task_html
-from tasksapp.presenters.overview import chart_html, long_running_html
+from tasksapp.presenters.overview import chart_html, long_running_html, tiles_html
 from tasksapp.presenters.task import InputView
 from tasksapp.presenters.task_card import card_html
 from tasksapp.presenters.timeline_rows import entries_html
@@ -39,6 +39,7 @@ register.simple_tag(expiry_note, name="expiry_note")
 register.simple_tag(entries_html, name="timeline_entries")
 register.simple_tag(chart_html, name="hourly_chart")
 register.simple_tag(long_running_html, name="long_running_rows")
+register.simple_tag(tiles_html, name="status_tiles")
 
 
 @register.simple_tag(takes_context=True)

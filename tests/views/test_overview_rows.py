@@ -12,13 +12,15 @@ import pytest
 from django.template import engines
 from django.utils import timezone, translation
 
+from tasksapp import counts
 from tasksapp.models import Agent, McpServer, RemoteTask, ServerHealth
-from tasksapp.presenters.overview import long_running_html
+from tasksapp.presenters.overview import long_running_html, tiles_html
 from tests.support.opsdata import logged_in, person, server, task
 
 pytestmark = pytest.mark.django_db
 
 REFERENCE = Path(__file__).with_name("overview_rows_before.html").read_text()
+TILES = Path(__file__).with_name("overview_tiles_before.html").read_text()
 HOSTILE = '<script>alert("x")</script>&'
 ESCAPED = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;"
 # What a second's tick between two renders may change: a running time, an "… ago".
@@ -72,3 +74,13 @@ def test_the_overview_shows_those_of_the_servers_it_watches() -> None:
     html = client.get("/").content.decode()
     for each in made:
         assert (f'href="/tasks/{each.pk}/">#{each.pk} ' in html) is each.server.enabled
+
+
+@pytest.mark.parametrize(("language", "zone"), [("en", "UTC"), ("zh-hans", "Asia/Shanghai")])
+def test_the_tiles_are_the_templates_byte_for_byte(language: str, zone: str) -> None:
+    reference = engines["django"].from_string(TILES)
+    active_tasks()
+    with translation.override(language), timezone.override(zone):
+        tiles = counts.status_tiles()
+        assert any(tile["count"] for tile in tiles) and not all(tile["count"] for tile in tiles)
+        assert tiles_html(tiles) == reference.render({"tiles": tiles})
