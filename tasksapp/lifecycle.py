@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Case, F, Q, Value, When, Window
+from django.db.models.functions import Lag
 from django.utils import timezone
 
+from tasksapp.lib.prepared import Prepared
 from tasksapp.models import TERMINAL, TaskEvent
 
 WORKING, INPUT, CANCEL = "working", "input", "cancel"
@@ -59,14 +62,36 @@ class Lifecycle:
 def of_task(task: Any, every_event: list[Any] | None = None) -> Lifecycle:
     """The task's lifecycle up to its end (RemoteTask.ended_at), or up to now while it runs.
     `every_event`: all the task's events in time order, when the caller has read them already."""
-    if every_event is None:
-        rows = TaskEvent.objects.filter(task=task).order_by("observed_at", "id")
-        events = list(rows.values_list("observed_at", "status"))
-    else:
-        events = [(event.observed_at, event.status) for event in every_event]
     ended = task.ended_at
     until = ended or timezone.now()
+    if every_event is None:
+        events = _kind_changes.all(task.pk, until)
+    else:
+        events = [(event.observed_at, event.status) for event in every_event]
     return compute(events, cancel_requested_at=task.cancel_requested_at, now=until, ended=ended is not None)
+
+
+def _changes_of(task_id: int, until: datetime) -> Any:
+    """The task's events at which what its time is spent on may change (_changes, in the database):
+    the first, each whose kind (waiting for input, or working) differs from the event before it,
+    every terminal one and every one at or after `until`. A busy task's thousand "working"
+    messages are read as one row, not a thousand."""
+    kind = Case(When(status="input_required", then=Value(INPUT)), default=Value(WORKING))
+    order = [F("observed_at").asc(), F("id").asc()]
+    rows = TaskEvent.objects.filter(task_id=task_id).annotate(
+        kind=kind, kind_before=Window(Lag(kind), order_by=order)
+    )
+    changes = (
+        Q(kind_before__isnull=True)
+        | ~Q(kind_before=F("kind"))
+        | Q(status__in=TERMINAL)
+        | Q(observed_at__gte=until)
+    )
+    return rows.filter(changes).order_by("observed_at", "id").values_list("observed_at", "status")
+
+
+# A busy task's live page reads it per change: compiled once per thread (tasksapp/lib/prepared.py).
+_kind_changes: Prepared[tuple[datetime, str]] = Prepared(_changes_of, 2)
 
 
 def compute(

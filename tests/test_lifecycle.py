@@ -158,3 +158,36 @@ def test_joining_a_kinds_events_first_changes_nothing_in_the_bar() -> None:
             want.waiting_input,
             want.waiting_cancel,
         )
+
+
+@pytest.mark.django_db
+def test_the_events_read_from_the_database_make_the_bar_every_event_makes() -> None:
+    """of_task reads only the events where the kind of time changes (a window over the events, in
+    SQL): random stored timelines (ties in time, terminal events, events after the end) give the
+    bar that all their events give."""
+    rng = random.Random(7)
+    statuses = ["working", "working", "working", "input_required", "completed", "failed"]
+    server = McpServer.objects.create(name="s", url="http://127.0.0.1:9/mcp")
+    for round_ in range(150):
+        times = sorted(rng.choice([rng.uniform(0, 100), 50.0]) for _ in range(rng.randint(0, 15)))
+        ended = rng.random() < 0.6
+        row = task(server, status="completed" if ended else "working", finished_at=at(rng.uniform(40, 110)))
+        TaskEvent.objects.bulk_create(
+            [
+                TaskEvent(task=row, status=rng.choice(statuses), observed_at=at(t), source="poll")
+                for t in times
+            ]
+        )
+        if not ended:  # running: its bar reaches the present; every event is in the past
+            TaskEvent.objects.filter(task=row).update(observed_at=F("observed_at") - timedelta(days=1))
+        every = list(TaskEvent.objects.filter(task=row).order_by("observed_at", "id"))
+        got = lifecycle.of_task(row)
+        want = lifecycle.of_task(row, every)
+        if ended:
+            shape = [(s.kind, s.start, s.end, s.x, s.width) for s in got.segments]
+            assert shape == [(s.kind, s.start, s.end, s.x, s.width) for s in want.segments], (round_, every)
+            assert got.totals == pytest.approx(want.totals, abs=1e-6), round_
+        else:  # up to "now", which moves between the two: the same segments, started at the same times
+            starts = [(s.kind, s.start) for s in got.segments]
+            assert starts == [(s.kind, s.start) for s in want.segments], (round_, every)
+        assert got.finished == want.finished, round_
