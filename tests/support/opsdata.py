@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from tasksapp.models import McpServer, RemoteTask
+from tasksapp.models import Agent, McpServer, RemoteTask, ServerHealth
 
 
 def person(name: str, role: str) -> User:
@@ -64,3 +64,14 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
+
+
+def servers_of_every_health(agent_name: str) -> tuple[McpServer, McpServer, McpServer, Agent]:
+    """A healthy server, a disabled one, one failing for three minutes (for worker w1 too, which w2
+    reaches), and an agent named `agent_name`: what a task's stale flag and starter show."""
+    alpha, off, failing = server(), server("off"), server("failing")
+    McpServer.objects.filter(pk=off.pk).update(enabled=False)
+    since = timezone.now() - timedelta(minutes=3)
+    McpServer.objects.filter(pk=failing.pk).update(consecutive_failures=2, failing_since=since)
+    ServerHealth.objects.create(server=failing, worker="w1", consecutive_failures=1, failing_since=since)
+    return alpha, off, failing, Agent.objects.create(name=agent_name, token_hash="x" * 64)

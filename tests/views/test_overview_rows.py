@@ -13,9 +13,9 @@ from django.template import engines
 from django.utils import timezone, translation
 
 from tasksapp import counts
-from tasksapp.models import Agent, McpServer, RemoteTask, ServerHealth
+from tasksapp.models import RemoteTask
 from tasksapp.presenters.overview import long_running_html, tiles_html
-from tests.support.opsdata import logged_in, person, server, task
+from tests.support.opsdata import logged_in, person, servers_of_every_health, task
 
 pytestmark = pytest.mark.django_db
 
@@ -34,12 +34,7 @@ def steady(html: str) -> str:
 
 
 def active_tasks() -> list[RemoteTask]:
-    alpha, off, failing = server(), server("off"), server("failing")
-    McpServer.objects.filter(pk=off.pk).update(enabled=False)
-    since = timezone.now() - timedelta(minutes=3)
-    McpServer.objects.filter(pk=failing.pk).update(consecutive_failures=2, failing_since=since)
-    ServerHealth.objects.create(server=failing, worker="w1", consecutive_failures=1, failing_since=since)
-    robot = Agent.objects.create(name=HOSTILE, token_hash="x" * 64)
+    alpha, off, failing, robot = servers_of_every_health(HOSTILE)
     now = timezone.now()
     made = [
         task(alpha, status_message="counting"),

@@ -3,7 +3,6 @@ byte the row the page shows, whatever the task's state, the reader's language an
 servers, agents and people is escaped; whatever a row shows that changes shows on the next load."""
 
 import re
-from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
@@ -11,8 +10,8 @@ from django.test import Client
 from django.utils import timezone, translation
 
 from tasksapp.live.pages import ListPage, audience
-from tasksapp.models import Agent, McpServer, RemoteTask, ServerHealth
-from tests.support.opsdata import logged_in, person, server, task
+from tasksapp.models import Agent, McpServer, RemoteTask
+from tests.support.opsdata import logged_in, person, server, servers_of_every_health, task
 
 pytestmark = pytest.mark.django_db
 
@@ -48,12 +47,7 @@ def live_rows(user: User, pks: list[int]) -> dict[int, str]:
 
 
 def tasks_of_every_kind() -> list[RemoteTask]:
-    alpha, off, failing = server(), server("off"), server("failing")
-    McpServer.objects.filter(pk=off.pk).update(enabled=False)
-    since = timezone.now() - timedelta(minutes=3)
-    McpServer.objects.filter(pk=failing.pk).update(consecutive_failures=2, failing_since=since)
-    ServerHealth.objects.create(server=failing, worker="w1", consecutive_failures=1, failing_since=since)
-    robot = Agent.objects.create(name=HOSTILE, token_hash="x" * 64)
+    alpha, off, failing, robot = servers_of_every_health(HOSTILE)
     return [
         task(alpha, "nightly", took=3.0, status_message="all done"),
         task(alpha, status="input_required", status_message="which file?"),
