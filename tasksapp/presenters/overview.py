@@ -13,7 +13,6 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateformat import format as date_format
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.translation import gettext as _
@@ -22,8 +21,8 @@ from django.utils.translation import ngettext
 from tasksapp import counts
 from tasksapp.lib.prepared import Prepared
 from tasksapp.models import InputRequest, McpServer, RemoteTask, WorkerHeartbeat
-from tasksapp.presenters.task_rows import status_badge
-from tasksapp.presenters.times import ago, running_for, stamped
+from tasksapp.presenters.task_card import badge
+from tasksapp.presenters.times import ago, running_for
 
 LONG_RUNNING = 10
 ANSWER_SAMPLE = 2000  # the latest answered input requests the time-to-answer percentiles read
@@ -281,31 +280,10 @@ def long_running_html(tasks: list[RemoteTask]) -> SafeString:
                 pk=task.pk,
                 tool=escape(task.tool_name),
                 agent=agent,
-                badge=status_badge(task.display_status) + _stale(task),
+                badge=badge(task),
                 running=running_for(task.created_at),
                 message=escape(Truncator(str(task.status_message)).chars(100)),
                 seen=seen,
             )
         )
     return mark_safe("".join(rows))  # noqa: S308 (escaped above)
-
-
-def _stale(task: RemoteTask) -> str:
-    """_badge.html's stale flag: since when nothing confirmed an active task, and why."""
-    since = task.stale_since
-    if not since:
-        return ""
-    server = escape(task.server.name)
-    if not task.server.enabled:
-        title = _("%(server)s is disabled: this is what it said last") % {"server": server}
-    elif task.stale_failing_since:
-        when = date_format(timezone.localtime(task.stale_failing_since), "H:i:s T")
-        title = _("%(server)s is failing since %(when)s: this is what it said last") % {
-            "server": server,
-            "when": escape(when),
-        }
-    else:
-        title = _("%(server)s is failing: this is what it said last") % {"server": server}
-    shown = stamped(since, "H:i:s", prefix=_("stale since") + " ")
-    iso = date_format(timezone.localtime(since), "c")
-    return f' <span class="stale-flag" data-stale-since="{escape(iso)}" title="{title}">{shown}</span>'
