@@ -338,12 +338,15 @@ class Worker:
 
     def next_delay(self, task: TrackedTask) -> float:
         """The server's interval (a slow safety net under a healthy stream), but never past the TTL:
-        a task is looked at again just after its TTL, to see whether the server has dropped it."""
+        a task is looked at again just after its TTL, to see whether the server has dropped it, and
+        past its TTL at the server's own interval until it has (a stream says nothing of a drop)."""
         delay = poll_delay(task.poll_interval_ms, covered=task.pushed)
         if task.ttl_deadline is not None:
             left = task.ttl_deadline - time.time()
             if left > 0:
                 delay = min(delay, left + 0.1)
+            else:
+                delay = min(delay, poll_delay(task.poll_interval_ms, covered=False))
         return delay
 
     # --- one poll -------------------------------------------------------------------------

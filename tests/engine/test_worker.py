@@ -440,3 +440,19 @@ def test_a_failed_cancel_is_rolled_back(transactional_db: None) -> None:
     assert task.cancel_requested_at is None and task.display_status == "working"
     assert not task.events.filter(note__startswith="cancel requested").exists()
     assert list(OperatorAction.objects.filter(action="cancel").values_list("ok", flat=True)) == [False]
+
+
+def test_a_task_past_its_ttl_is_looked_at_at_its_servers_pace_even_under_a_stream(settings: Any) -> None:
+    # A task a healthy stream covers is polled only as a slow safety net. Past its TTL, a server
+    # that still knew it at the first look drops it soon, and no stream says so: the mirror
+    # waited the safety net's 30 s to see it (tests/test_counts.py, once in about 15 runs).
+    from tasksapp.engine.tracking import TrackedTask
+
+    settings.MCP_POLL_SAFETY_NET_MS, settings.MCP_POLL_JITTER = 30_000, 0
+    worker = Worker(refresh_seconds=0.2, listen=False)
+    task = TrackedTask(1, 1, "t", None, poll_interval_ms=500, ttl_deadline=time.time() + 0.3, pushed=True)
+    assert worker.next_delay(task) == pytest.approx(0.4, abs=0.05)  # just after the TTL
+    task.ttl_deadline = time.time() - 1
+    assert worker.next_delay(task) == pytest.approx(max(0.5, settings.MCP_POLL_FLOOR_MS / 1000))
+    task.ttl_deadline = None
+    assert worker.next_delay(task) == pytest.approx(30.0)  # no TTL: the safety net
